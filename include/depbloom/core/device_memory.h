@@ -1,0 +1,16 @@
+// The seam between core and the CUDA runtime for raw device memory. Implemented by
+// src/core/device_memory_cuda.cpp in CUDA builds and by device_memory_none.cpp otherwise
+// (which throws "built without CUDA"), so core itself needs no CUDA header.
+#pragma once
+
+#include <cstddef>
+
+namespace depbloom {
+
+bool built_with_cuda();
+void* device_malloc(size_t bytes, int device);
+void device_free(void* p, int device) noexcept;
+// kind: 0 host->device, 1 device->host, 2 device->device.
+void device_memcpy(void* dst, const void* src, size_t bytes, int kind);
+
+}  // namespace depbloom

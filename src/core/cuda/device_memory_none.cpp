@@ -1,0 +1,20 @@
+// Device memory in a build without CUDA: every request is an error with a clear message.
+#include "depbloom/core/device_memory.h"
+#include "depbloom/core/error.h"
+
+namespace depbloom {
+
+bool built_with_cuda() { return false; }
+
+void* device_malloc(size_t bytes, int device) {
+  DB_THROW(runtime, "cannot allocate {} bytes on cuda:{}: DepBloom was built without CUDA", bytes,
+           device);
+}
+
+void device_free(void* /*p*/, int /*device*/) noexcept {}
+
+void device_memcpy(void* /*dst*/, const void* /*src*/, size_t bytes, int /*kind*/) {
+  DB_THROW(runtime, "cannot copy {} bytes to or from a GPU: DepBloom was built without CUDA", bytes);
+}
+
+}  // namespace depbloom

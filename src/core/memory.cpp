@@ -1,0 +1,91 @@
+// Buffer and OwnedTensor: aligned host allocations and device allocations with counters.
+#include "depbloom/core/memory.h"
+
+#include <cstdlib>
+#include <cstring>
+#include <new>
+#include <utility>
+#include <vector>
+
+#include "depbloom/core/device_memory.h"
+
+namespace depbloom {
+
+MemoryCounters& memory_counters() {
+  static MemoryCounters counters;
+  return counters;
+}
+
+Buffer::Buffer(size_t bytes, Device device) : bytes_(bytes), device_(device) {
+  if (bytes == 0) return;
+  if (device.is_cpu()) {
+    size_t rounded = (bytes + 63) / 64 * 64;
+    data_ = std::aligned_alloc(64, rounded);
+    if (data_ == nullptr) throw std::bad_alloc();
+    memory_counters().host_bytes += static_cast<int64_t>(bytes);
+    memory_counters().host_allocations += 1;
+  } else {
+    data_ = device_malloc(bytes, device.index);
+    memory_counters().device_bytes += static_cast<int64_t>(bytes);
+    memory_counters().device_allocations += 1;
+  }
+}
+
+Buffer::~Buffer() { release(); }
+
+Buffer::Buffer(Buffer&& o) noexcept
+    : data_(std::exchange(o.data_, nullptr)), bytes_(std::exchange(o.bytes_, 0)), device_(o.device_) {}
+
+Buffer& Buffer::operator=(Buffer&& o) noexcept {
+  if (this != &o) {
+    release();
+    data_ = std::exchange(o.data_, nullptr);
+    bytes_ = std::exchange(o.bytes_, 0);
+    device_ = o.device_;
+  }
+  return *this;
+}
+
+void Buffer::release() noexcept {
+  if (data_ == nullptr) return;
+  if (device_.is_cpu()) {
+    std::free(data_);
+    memory_counters().host_bytes -= static_cast<int64_t>(bytes_);
+  } else {
+    device_free(data_, device_.index);
+    memory_counters().device_bytes -= static_cast<int64_t>(bytes_);
+  }
+  data_ = nullptr;
+  bytes_ = 0;
+}
+
+OwnedTensor::OwnedTensor(DType dtype, Shape shape, Device device)
+    : buffer_(static_cast<size_t>(shape.numel()) * dtype_size(dtype), device),
+      view_(buffer_.data(), dtype, shape, device) {}
+
+OwnedTensor OwnedTensor::zeros(DType dtype, Shape shape, Device device) {
+  OwnedTensor t(dtype, shape, device);
+  if (t.numel() == 0) return t;
+  if (device.is_cpu()) {
+    std::memset(t.view().raw(), 0, t.view().bytes());
+  } else {
+    std::vector<char> zero(t.view().bytes(), 0);
+    copy_bytes(t.view().raw(), device, zero.data(), Device::cpu(), zero.size());
+  }
+  return t;
+}
+
+void copy_bytes(void* dst, Device dst_device, const void* src, Device src_device, size_t bytes) {
+  if (bytes == 0) return;
+  if (dst_device.is_cpu() && src_device.is_cpu()) {
+    std::memcpy(dst, src, bytes);
+  } else if (dst_device.is_cuda() && src_device.is_cpu()) {
+    device_memcpy(dst, src, bytes, 0);
+  } else if (dst_device.is_cpu() && src_device.is_cuda()) {
+    device_memcpy(dst, src, bytes, 1);
+  } else {
+    device_memcpy(dst, src, bytes, 2);
+  }
+}
+
+}  // namespace depbloom
