@@ -15,7 +15,6 @@ Arena::Arena(Device device, size_t initial_bytes) : device_(device) {
 }
 
 void Arena::add_chunk(size_t bytes) {
-  DB_ASSERT(chunks_.size() < chunks_.capacity(), "arena on {} has too many chunks", device_.str());
   chunks_.push_back(Chunk{Buffer(bytes, device_), 0});
   ++system_allocations_;
 }
@@ -24,7 +23,8 @@ void* Arena::alloc_bytes(size_t bytes) {
   size_t need = align_up(std::max<size_t>(bytes, 1));
   if (chunks_.empty() || chunks_.back().used + need > chunks_.back().buffer.bytes()) {
     size_t last = chunks_.empty() ? 0 : chunks_.back().buffer.bytes();
-    add_chunk(std::max({need, last, size_t{1} << 20}));
+    // Geometric growth keeps a cold step to a few chunks however many tensors it carves.
+    add_chunk(std::max({need, 2 * last, size_t{1} << 20}));
   }
   Chunk& c = chunks_.back();
   void* p = static_cast<char*>(c.buffer.data()) + c.used;

@@ -1,5 +1,5 @@
 // RAII owners of memory: Buffer (bytes on the host or a CUDA device, move-only, counted)
-// and OwnedTensor (a Buffer plus the Tensor view over it). Host memory is 64-byte aligned.
+// and OwnedTensor (a Buffer plus the Tensor view over it). Host memory is 256-byte aligned (as cudaMalloc).
 // Device memory goes through device_memory.h so that this header needs no CUDA include.
 #pragma once
 

@@ -101,7 +101,11 @@ class Tensor {
   bool empty() const { return numel() == 0; }
 
   // Columns of a 2-D view / elements per leading index of an N-D view.
-  int64_t row_size() const { return shape_.rank == 0 ? 1 : numel() / shape_[0]; }
+  int64_t row_size() const {
+    int64_t n = 1;  // product of the trailing dims, so [0, W] still has rows of W
+    for (int i = 1; i < shape_.rank; ++i) n *= shape_[i];
+    return n;
+  }
   // View of rows [begin, end) along dimension 0.
   Tensor rows(int64_t begin, int64_t end) const;
   // Same memory, another shape with the same element count.

@@ -1,0 +1,156 @@
+// GPU suite, data movement, loss, optimiser and basic ops: gather/scatter (deterministic
+// scatter bitwise repeatable), concat/split, BCE, Adam and fill/copy/axpy/scale/sum/
+// sum_squares on cuda:0 against the CPU ops. Every test skips without a usable GPU.
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "gpu/gpu_test_util.h"
+
+namespace dbtest {
+namespace {
+
+namespace ops = depbloom::ops;
+using F = Both<float>;
+
+class GpuRows : public GpuTest {};
+
+template <class I>
+Both<I> indices(Rand& rng, int64_t n, int64_t N) {
+  Guarded<I> idx{Shape(n)};
+  for (int64_t i = 0; i < n; ++i) idx[i] = static_cast<I>(rng.below(7) == 0 ? -1 : rng.below(N));
+  return Both<I>(std::move(idx));
+}
+
+template <class I>
+void gather_scatter_case(Rand& rng, int64_t N, int64_t W, int64_t n) {
+  SCOPED_TRACE(testing::Message() << "N " << N << " W " << W << " n " << n << " index bytes "
+                                  << sizeof(I));
+  Both<I> idx = indices<I>(rng, n, N);
+  F src(Shape(N, W), rng.vec(N * W)), out = F::nan(Shape(n, W));
+  ops::gather_rows(out.cpu, src.cpu, idx.cpu);
+  ops::gather_rows(out.gpu, src.gpu, idx.gpu);
+  EXPECT_TRUE(out.matches_bitwise());
+  F dst(Shape(N, W), rng.vec(N * W));
+  ops::scatter_add_rows(dst.cpu, out.cpu, idx.cpu, true);
+  ops::scatter_add_rows(dst.gpu, out.gpu, idx.gpu, true);
+  EXPECT_TRUE(dst.matches_norm());
+}
+
+TEST_F(GpuRows, GatherAndScatter) {
+  Rand rng(3200);
+  gather_scatter_case<int32_t>(rng, 1, 1, 1);
+  gather_scatter_case<int64_t>(rng, 7, 33, 257);
+  gather_scatter_case<int32_t>(rng, 257, 7, 100);
+  gather_scatter_case<int64_t>(rng, 100, 257, 33);
+}
+
+// deterministic = true sorts instead of using atomics: two runs give the same bits.
+TEST_F(GpuRows, DeterministicScatterIsBitwiseRepeatable) {
+  Rand rng(3201);
+  const int64_t N = 7, W = 33, n = 5000;  // many duplicates per destination row
+  Both<int64_t> idx = indices<int64_t>(rng, n, N);
+  F src(Shape(n, W), rng.vec(n * W, -100.0, 100.0));
+  auto init = rng.vec(N * W);
+  F a(Shape(N, W), init), b(Shape(N, W), init), fast(Shape(N, W), init);
+  ops::scatter_add_rows(a.gpu, src.gpu, idx.gpu, true);
+  ops::scatter_add_rows(b.gpu, src.gpu, idx.gpu, true);
+  EXPECT_TRUE(bitwise_equal(a.gpu.download().values(), b.gpu.download().values()));
+  ops::scatter_add_rows(fast.cpu, src.cpu, idx.cpu, false);
+  ops::scatter_add_rows(fast.gpu, src.gpu, idx.gpu, false);  // atomics: close, not bitwise
+  EXPECT_TRUE(fast.matches_norm());
+}
+
+TEST_F(GpuRows, ConcatAndSplit) {
+  Rand rng(3202);
+  for (int64_t R : {1, 33, 257}) {
+    SCOPED_TRACE(testing::Message() << "R " << R);
+    F p0(Shape(R, 7), rng.vec(R * 7)), p1(Shape(R), rng.vec(R)),
+        p2(Shape(R, 100), rng.vec(R * 100));
+    F out = F::nan(Shape(R, 108));
+    ops::concat_cols(out.cpu, {p0.cpu, p1.cpu, p2.cpu});
+    ops::concat_cols(out.gpu, {p0.gpu, p1.gpu, p2.gpu});
+    EXPECT_TRUE(out.matches_bitwise());
+    F s0 = F::nan(Shape(R, 7)), s1 = F::nan(Shape(R)), s2 = F::nan(Shape(R, 100));
+    ops::split_cols({s0.cpu, s1.cpu, s2.cpu}, out.cpu);
+    ops::split_cols({s0.gpu, s1.gpu, s2.gpu}, out.gpu);
+    EXPECT_TRUE(s0.matches_bitwise());
+    EXPECT_TRUE(s1.matches_bitwise());
+    EXPECT_TRUE(s2.matches_bitwise());
+  }
+}
+
+TEST_F(GpuRows, BceWithLogits) {
+  Rand rng(3203);
+  for (int64_t n : {1, 33, 257}) {
+    SCOPED_TRACE(testing::Message() << "n " << n);
+    auto xs = rng.vec(n, -8.0, 8.0);
+    const double big[] = {1e4, -1e4, 100.0, -100.0, 89.0, -89.0};
+    for (int64_t i = 0; i < n; i += 5) xs[i] = big[(i / 5) % 6];
+    std::vector<double> ys(static_cast<size_t>(n));
+    for (auto& y : ys) y = rng.uniform(0.0, 1.0);
+    F x(Shape(n), xs), y(Shape(n), ys), loss = F::nan(Shape(1)), dx = F::nan(Shape(n));
+    ops::bce_with_logits_forward(loss.cpu, x.cpu, y.cpu);
+    ops::bce_with_logits_forward(loss.gpu, x.gpu, y.gpu);
+    EXPECT_TRUE(loss.matches_norm());
+    ops::bce_with_logits_backward(dx.cpu, x.cpu, y.cpu, 1.0 / static_cast<double>(n));
+    ops::bce_with_logits_backward(dx.gpu, x.gpu, y.gpu, 1.0 / static_cast<double>(n));
+    EXPECT_TRUE(dx.matches());
+  }
+}
+
+TEST_F(GpuRows, AdamThreeSteps) {
+  Rand rng(3204);
+  for (int mode = 0; mode < 3; ++mode) {
+    SCOPED_TRACE(testing::Message() << "decay mode " << mode);
+    ops::AdamConfig cfg;
+    cfg.lr = 1e-2;
+    cfg.weight_decay = mode == 0 ? 0.0 : 0.1;
+    cfg.decoupled = mode == 2;
+    const int64_t P = 257;
+    F p(Shape(P), rng.vec(P)), m(Shape(P), std::vector<double>(P, 0.0));
+    F v(Shape(P), std::vector<double>(P, 0.0));
+    for (int64_t step = 1; step <= 3; ++step) {
+      F g(Shape(P), rng.vec(P));
+      ops::adam_step(p.cpu, g.cpu, m.cpu, v.cpu, cfg, step);
+      ops::adam_step(p.gpu, g.gpu, m.gpu, v.gpu, cfg, step);
+    }
+    EXPECT_TRUE(p.matches());
+    EXPECT_TRUE(m.matches());
+    EXPECT_TRUE(v.matches());
+  }
+}
+
+TEST_F(GpuRows, BasicOps) {
+  Rand rng(3205);
+  for (Shape s : {Shape(1), Shape(33, 7), Shape(257, 7), Shape(3, 7, 33)}) {
+    SCOPED_TRACE(s.str());
+    const int64_t n = s.numel();
+    F x(s, rng.vec(n)), y(s, rng.vec(n)), out = F::nan(Shape(1));
+    ops::axpy(y.cpu, -1.75, x.cpu);
+    ops::axpy(y.gpu, -1.75, x.gpu);
+    EXPECT_TRUE(y.matches());
+    ops::scale(y.cpu, 0.3);
+    ops::scale(y.gpu, 0.3);
+    EXPECT_TRUE(y.matches());
+    double sabs = 0.0;
+    for (double e : x.cpu.values()) sabs += std::fabs(e);
+    ops::sum(out.cpu, x.cpu);
+    ops::sum(out.gpu, x.gpu);
+    double got = out.gpu.download()[0];
+    EXPECT_LE(std::fabs(got - out.cpu[0]), 1e-5 * sabs) << got << " vs " << out.cpu[0];
+    ops::sum_squares(out.cpu, x.cpu);
+    ops::sum_squares(out.gpu, x.gpu);
+    EXPECT_TRUE(out.matches_norm());
+    ops::fill(x.cpu, -2.375);
+    ops::fill(x.gpu, -2.375);
+    EXPECT_TRUE(x.matches_bitwise());
+    F z(s, rng.vec(n)), c = F::nan(s);
+    ops::copy(c.gpu, z.gpu);  // device to device
+    ops::copy(c.cpu, z.cpu);
+    EXPECT_TRUE(c.matches_bitwise());
+  }
+}
+
+}  // namespace
+}  // namespace dbtest
