@@ -1,0 +1,138 @@
+// Row gather, atomic row scatter-add, and column concat/split. Blocks of 32 x 8 threads:
+// each threadIdx.y takes a row, its 32 lanes stride over the columns, so every row is read
+// and written in coalesced 128-byte pieces and each index is loaded once per row.
+#include "gather_scatter.cuh"
+
+#include "detail/launch.cuh"
+
+namespace depbloom::kernels {
+namespace {
+
+using detail::grid_for;
+using detail::kWarp;
+
+constexpr int kRowsPerBlock = 8;
+const dim3 kRowBlock(kWarp, kRowsPerBlock);
+
+__device__ __forceinline__ int64_t first_row() {
+  return static_cast<int64_t>(blockIdx.x) * kRowsPerBlock + threadIdx.y;
+}
+__device__ __forceinline__ int64_t row_stride() {
+  return static_cast<int64_t>(gridDim.x) * kRowsPerBlock;
+}
+
+template <class Index>
+__global__ void gather_rows_kernel(float* out, const float* src, const Index* idx, int64_t n,
+                                   int64_t width, int64_t src_rows) {
+  for (int64_t i = first_row(); i < n; i += row_stride()) {
+    const auto row = static_cast<int64_t>(idx[i]);
+    float* o = out + i * width;
+    if (row < 0 || row >= src_rows) {
+      for (int64_t c = threadIdx.x; c < width; c += kWarp) o[c] = 0.0f;
+    } else {
+      const float* s = src + row * width;
+      for (int64_t c = threadIdx.x; c < width; c += kWarp) o[c] = s[c];
+    }
+  }
+}
+
+template <class Index>
+__global__ void scatter_add_atomic_kernel(float* dst, const float* src, const Index* idx, int64_t n,
+                                          int64_t width, int64_t dst_rows) {
+  for (int64_t i = first_row(); i < n; i += row_stride()) {
+    const auto row = static_cast<int64_t>(idx[i]);
+    if (row < 0 || row >= dst_rows) continue;
+    float* d = dst + row * width;
+    const float* s = src + i * width;
+    for (int64_t c = threadIdx.x; c < width; c += kWarp) atomicAdd(d + c, s[c]);
+  }
+}
+
+// Up to kMaxColumnParts parts travel by value in the kernel parameters; blockIdx.y picks one.
+struct PartList {
+  ColumnPart part[kMaxColumnParts];
+};
+
+__global__ void concat_kernel(float* whole, int64_t rows, int64_t total_width, PartList list) {
+  const ColumnPart p = list.part[blockIdx.y];
+  for (int64_t r = first_row(); r < rows; r += row_stride()) {
+    const float* s = p.data + r * p.width;
+    float* d = whole + r * total_width + p.offset;
+    for (int64_t c = threadIdx.x; c < p.width; c += kWarp) d[c] = s[c];
+  }
+}
+
+__global__ void split_kernel(PartList list, const float* whole, int64_t rows, int64_t total_width) {
+  const ColumnPart p = list.part[blockIdx.y];
+  for (int64_t r = first_row(); r < rows; r += row_stride()) {
+    const float* s = whole + r * total_width + p.offset;
+    float* d = p.data + r * p.width;
+    for (int64_t c = threadIdx.x; c < p.width; c += kWarp) d[c] = s[c];
+  }
+}
+
+template <class Index>
+cudaError_t launch_gather(float* out, const float* src, const Index* idx, int64_t n, int64_t width,
+                          int64_t src_rows, cudaStream_t stream) {
+  if (n <= 0 || width <= 0) return cudaSuccess;
+  gather_rows_kernel<<<grid_for(n, kRowsPerBlock), kRowBlock, 0, stream>>>(out, src, idx, n, width,
+                                                                           src_rows);
+  return cudaGetLastError();
+}
+
+template <class Index>
+cudaError_t launch_scatter_atomic(float* dst, const float* src, const Index* idx, int64_t n,
+                                  int64_t width, int64_t dst_rows, cudaStream_t stream) {
+  if (n <= 0 || width <= 0) return cudaSuccess;
+  scatter_add_atomic_kernel<<<grid_for(n, kRowsPerBlock), kRowBlock, 0, stream>>>(dst, src, idx, n,
+                                                                                  width, dst_rows);
+  return cudaGetLastError();
+}
+
+bool fill_part_list(PartList& list, const ColumnPart* parts, int count) {
+  if (count < 0 || count > kMaxColumnParts) return false;
+  for (int i = 0; i < kMaxColumnParts; ++i) list.part[i] = i < count ? parts[i] : ColumnPart{};
+  return true;
+}
+
+}  // namespace
+
+cudaError_t gather_rows(float* out, const float* src, const int32_t* idx, int64_t n, int64_t width,
+                        int64_t src_rows, cudaStream_t stream) {
+  return launch_gather(out, src, idx, n, width, src_rows, stream);
+}
+cudaError_t gather_rows(float* out, const float* src, const int64_t* idx, int64_t n, int64_t width,
+                        int64_t src_rows, cudaStream_t stream) {
+  return launch_gather(out, src, idx, n, width, src_rows, stream);
+}
+
+cudaError_t scatter_add_rows_atomic(float* dst, const float* src, const int32_t* idx, int64_t n,
+                                    int64_t width, int64_t dst_rows, cudaStream_t stream) {
+  return launch_scatter_atomic(dst, src, idx, n, width, dst_rows, stream);
+}
+cudaError_t scatter_add_rows_atomic(float* dst, const float* src, const int64_t* idx, int64_t n,
+                                    int64_t width, int64_t dst_rows, cudaStream_t stream) {
+  return launch_scatter_atomic(dst, src, idx, n, width, dst_rows, stream);
+}
+
+cudaError_t concat_cols(float* whole, int64_t rows, int64_t total_width, const ColumnPart* parts,
+                        int count, cudaStream_t stream) {
+  PartList list;
+  if (!fill_part_list(list, parts, count)) return cudaErrorInvalidValue;
+  if (rows <= 0 || count == 0) return cudaSuccess;
+  const dim3 grid(grid_for(rows, kRowsPerBlock), static_cast<unsigned>(count));
+  concat_kernel<<<grid, kRowBlock, 0, stream>>>(whole, rows, total_width, list);
+  return cudaGetLastError();
+}
+
+cudaError_t split_cols(const ColumnPart* parts, int count, const float* whole, int64_t rows,
+                       int64_t total_width, cudaStream_t stream) {
+  PartList list;
+  if (!fill_part_list(list, parts, count)) return cudaErrorInvalidValue;
+  if (rows <= 0 || count == 0) return cudaSuccess;
+  const dim3 grid(grid_for(rows, kRowsPerBlock), static_cast<unsigned>(count));
+  split_kernel<<<grid, kRowBlock, 0, stream>>>(list, whole, rows, total_width);
+  return cudaGetLastError();
+}
+
+}  // namespace depbloom::kernels

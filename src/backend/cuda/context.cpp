@@ -1,0 +1,139 @@
+// The per-thread CUDA context declared in cuda_context.h, and backend::synchronize for CUDA
+// builds. Everything is thread_local, so no locks: each thread has its own streams, cuBLAS
+// handles and workspaces per device, created on first use and released at thread exit.
+#include "backend/cuda/cuda_context.h"
+
+#include <algorithm>
+#include <memory>
+#include <utility>
+#include <vector>
+
+#include "depbloom/backend/runtime.h"
+#include "depbloom/core/cuda_resources.h"
+#include "depbloom/core/memory.h"
+
+namespace depbloom::backend {
+namespace {
+
+struct StreamWorkspace {
+  cudaStream_t stream = nullptr;
+  Buffer buffer;
+};
+
+struct DeviceContext {
+  explicit DeviceContext(int d) : device(d) {}
+  DeviceContext(const DeviceContext&) = delete;
+  DeviceContext& operator=(const DeviceContext&) = delete;
+  ~DeviceContext() {
+    // Kernels this thread queued may still use a workspace (on any of its streams): wait
+    // for the device before the Buffers are freed. Errors are ignored: the thread is
+    // exiting and a destructor must not throw.
+    if (!workspaces.empty() && cudaSetDevice(device) == cudaSuccess) cudaDeviceSynchronize();
+  }
+
+  cudaStream_t stream() {
+    if (override_stream != nullptr) return override_stream;
+    if (own.get() == nullptr) own = CudaStream(device, /*non_blocking=*/true);
+    return own.get();
+  }
+
+  int device;
+  CudaStream own;                          // created on first use
+  cudaStream_t override_stream = nullptr;  // set_current_stream(); nullptr: use `own`
+  CublasHandle cublas;                     // created on first use
+  cudaStream_t cublas_stream = nullptr;    // stream the handle is bound to
+  bool cublas_bound = false;
+  cublasMath_t cublas_math = CUBLAS_DEFAULT_MATH;
+  bool cublas_math_set = false;
+  // One per stream this thread has run ops on: a workspace is only reused by work queued
+  // in order behind its previous user, never concurrently from another stream.
+  std::vector<StreamWorkspace> workspaces;
+};
+
+thread_local std::vector<std::unique_ptr<DeviceContext>> t_contexts;
+
+DeviceContext& context(int device) {
+  DB_ASSERT(device >= 0, "invalid CUDA device index {}", device);
+  auto d = static_cast<size_t>(device);
+  if (d >= t_contexts.size()) t_contexts.resize(d + 1);
+  if (!t_contexts[d]) t_contexts[d] = std::make_unique<DeviceContext>(device);
+  return *t_contexts[d];
+}
+
+void make_current(int device) {
+  int current = -1;
+  DB_CHECK_CUDA(cudaGetDevice(&current));
+  if (current != device) DB_CHECK_CUDA(cudaSetDevice(device));
+}
+
+}  // namespace
+
+cudaStream_t enter_device(int device) {
+  DeviceContext& ctx = context(device);
+  make_current(device);
+  return ctx.stream();
+}
+
+cudaStream_t current_stream(int device) {
+  DeviceContext& ctx = context(device);
+  if (ctx.override_stream != nullptr || ctx.own.get() != nullptr) return ctx.stream();
+  // Creating the own stream switches devices; a getter must leave the current one as it was.
+  int previous = -1;
+  DB_CHECK_CUDA(cudaGetDevice(&previous));
+  cudaStream_t s = ctx.stream();
+  if (previous != device) DB_CHECK_CUDA(cudaSetDevice(previous));
+  return s;
+}
+
+cudaStream_t set_current_stream(int device, cudaStream_t stream) {
+  DeviceContext& ctx = context(device);
+  return std::exchange(ctx.override_stream, stream);
+}
+
+cublasHandle_t cublas_handle(int device) {
+  DeviceContext& ctx = context(device);
+  make_current(device);
+  if (ctx.cublas.get() == nullptr) ctx.cublas = CublasHandle(device);
+  cudaStream_t s = ctx.stream();
+  if (!ctx.cublas_bound || ctx.cublas_stream != s) {
+    DB_CHECK_CUBLAS(cublasSetStream(ctx.cublas.get(), s));
+    ctx.cublas_stream = s;
+    ctx.cublas_bound = true;
+  }
+  // DEFAULT_MATH is plain FP32 for SGEMM; TF32 only when asked for (backend::set_tf32).
+  cublasMath_t want = tf32() ? CUBLAS_TF32_TENSOR_OP_MATH : CUBLAS_DEFAULT_MATH;
+  if (!ctx.cublas_math_set || ctx.cublas_math != want) {
+    DB_CHECK_CUBLAS(cublasSetMathMode(ctx.cublas.get(), want));
+    ctx.cublas_math = want;
+    ctx.cublas_math_set = true;
+  }
+  return ctx.cublas.get();
+}
+
+void* workspace(int device, size_t bytes) {
+  DeviceContext& ctx = context(device);
+  cudaStream_t s = ctx.stream();
+  auto it = std::find_if(ctx.workspaces.begin(), ctx.workspaces.end(),
+                         [s](const StreamWorkspace& w) { return w.stream == s; });
+  if (it == ctx.workspaces.end()) {
+    ctx.workspaces.push_back(StreamWorkspace{s, Buffer()});
+    it = ctx.workspaces.end() - 1;
+  }
+  Buffer& buffer = it->buffer;
+  if (buffer.bytes() < bytes) {
+    // Kernels queued earlier on this stream may still read the old buffer.
+    if (buffer.data() != nullptr) DB_CHECK_CUDA(cudaStreamSynchronize(s));
+    constexpr size_t kGranule = size_t{1} << 20;
+    size_t grown = std::max(bytes, buffer.bytes() + buffer.bytes() / 2);
+    grown = (grown + kGranule - 1) / kGranule * kGranule;
+    buffer = Buffer();  // free before allocating: the peak is the new size, not old + new
+    buffer = Buffer(grown, Device::cuda(device));
+  }
+  return buffer.data();
+}
+
+void synchronize(int device) {
+  DB_CHECK_CUDA(cudaStreamSynchronize(enter_device(device)));
+}
+
+}  // namespace depbloom::backend
