@@ -14,13 +14,14 @@ struct EventStream {
   std::vector<int32_t> src;       // [E] dense source id
   std::vector<int32_t> dst;       // [E] dense destination id
   std::vector<double> ts;         // [E] timestamp, non-decreasing
-  std::vector<int64_t> event_id;  // [E] row of this event in the source file (0-based)
+  std::vector<int64_t> event_id;  // [E] data row of the event in the source file (0-based;
+                                  // header, blank and comment lines not counted)
   std::vector<float> edge_feat;   // [E x edge_dim] row-major, empty when edge_dim == 0
   int64_t edge_dim = 0;
-  std::vector<float> node_feat;   // [N x node_dim], empty when node_dim == 0
+  std::vector<float> node_feat;  // [N x node_dim], empty when node_dim == 0
   int64_t node_dim = 0;
-  std::vector<int32_t> label;     // [E] optional (JODIE state-change label), may be empty
-  std::vector<int8_t> split;      // [E] optional file-given split: 0 train, 1 val, 2 test
+  std::vector<int32_t> label;  // [E] optional (JODIE state-change label), may be empty
+  std::vector<int8_t> split;   // [E] optional file-given split: 0 train, 1 val, 2 test
 
   int32_t num_nodes = 0;
   bool bipartite = false;
@@ -34,5 +35,32 @@ struct EventStream {
 
   int64_t num_events() const { return static_cast<int64_t>(src.size()); }
 };
+
+// Checks the invariants above (array sizes, ids in range, time order, finite times, user
+// ids before item ids); throws a data error naming the first violation and `stream.source`.
+void check_event_stream(const EventStream& stream);
+
+// What `depbloom-data inspect` and the load log report about a stream.
+struct StreamSummary {
+  int64_t num_nodes = 0;
+  int64_t num_events = 0;
+  int64_t num_users = 0;  // bipartite only
+  int64_t num_items = 0;  // bipartite only
+  bool bipartite = false;
+  double t_min = 0;
+  double t_max = 0;
+  double time_span = 0;  // t_max - t_min
+  int64_t unique_timestamps = 0;
+  int64_t tied_events = 0;  // events whose timestamp equals the previous event's
+  int64_t self_loops = 0;
+  int64_t unique_pairs = 0;     // distinct (src, dst)
+  int64_t positive_labels = 0;  // label != 0
+  int64_t edge_dim = 0;
+  int64_t node_dim = 0;
+};
+
+StreamSummary summarize(const EventStream& stream);
+// One line for logs: "9227 nodes (8227 users + 1000 items), 157474 events, ...".
+std::string describe(const StreamSummary& summary);
 
 }  // namespace depbloom::data
