@@ -1,0 +1,208 @@
+// CPU gemm through OpenBLAS (row-major cblas) and the bias ops beside it. Large products
+// are cut into a grid of C tiles fixed by the shape alone and run one tile per OpenMP
+// thread, each a single-threaded OpenBLAS call: the bits then do not depend on the thread
+// count, and OpenBLAS's own threaded driver (which mallocs per call) is never entered.
+#include <cblas.h>
+
+#include <algorithm>
+
+#include "backend/cpu/cpu_ops.h"
+#include "backend/cpu/cpu_parallel.h"
+
+namespace depbloom::ops::cpu {
+namespace {
+
+CBLAS_TRANSPOSE cblas_trans(Trans t) {
+  return t == Trans::N ? CblasNoTrans : CblasTrans;
+}
+
+// One row-major product on raw pointers; ld* are the stored row lengths.
+struct GemmShape {
+  int64_t m, n, k, lda, ldb, ldc;
+};
+
+blasint ld(int64_t x) {
+  return static_cast<blasint>(std::max<int64_t>(1, x));
+}
+
+void gemm_call(const GemmShape& s, Trans ta, Trans tb, double alpha, const float* a, const float* b,
+               double beta, float* c) {
+  cblas_sgemm(CblasRowMajor, cblas_trans(ta), cblas_trans(tb), static_cast<blasint>(s.m),
+              static_cast<blasint>(s.n), static_cast<blasint>(s.k), static_cast<float>(alpha), a,
+              ld(s.lda), b, ld(s.ldb), static_cast<float>(beta), c, ld(s.ldc));
+}
+
+void gemm_call(const GemmShape& s, Trans ta, Trans tb, double alpha, const double* a,
+               const double* b, double beta, double* c) {
+  cblas_dgemm(CblasRowMajor, cblas_trans(ta), cblas_trans(tb), static_cast<blasint>(s.m),
+              static_cast<blasint>(s.n), static_cast<blasint>(s.k), alpha, a, ld(s.lda), b,
+              ld(s.ldb), beta, c, ld(s.ldc));
+}
+
+// OpenBLAS runs a product single-threaded when m*n*k is at most 65536 * 4 (its
+// SMP_THRESHOLD_MIN times GEMM_MULTITHREAD_THRESHOLD); such products are called directly.
+constexpr double kOpenBlasSerialVolume = 65536.0 * 4.0;
+// Tiles aim at this count whatever the thread count (results must not depend on it),
+// with sides of at least kMinTileSide: each tile re-packs its A and B panels
+// (k * (rows + cols) elements) and OpenBLAS loses speed on narrow tiles (measured: a
+// 300 x 200 x 20000 A^T B runs at half speed in 80 x 80 tiles, near full in 160 x 200).
+constexpr int64_t kTargetTiles = 16;
+constexpr int64_t kMinTileSide = 128;
+constexpr int64_t kTileAlign = 16;  // tile sides are multiples of this
+
+int64_t ceil_div(int64_t a, int64_t b) {
+  return (a + b - 1) / b;
+}
+int64_t round_up(int64_t a, int64_t b) {
+  return ceil_div(a, b) * b;
+}
+
+// The tile grid over C [m, n], from the shape alone (never from the thread count).
+struct TileGrid {
+  int64_t rows_per_tile, cols_per_tile, row_tiles, col_tiles;
+};
+TileGrid tile_grid(const GemmShape& s, int64_t min_side) {
+  // Rows first: a row tile reads only its own rows of A. Columns when rows run out.
+  TileGrid g;
+  g.row_tiles = std::clamp<int64_t>(s.m / min_side, 1, kTargetTiles);
+  g.rows_per_tile = round_up(ceil_div(s.m, g.row_tiles), kTileAlign);
+  g.row_tiles = ceil_div(s.m, g.rows_per_tile);
+  g.col_tiles = std::clamp<int64_t>(s.n / min_side, 1, ceil_div(kTargetTiles, g.row_tiles));
+  g.cols_per_tile = round_up(ceil_div(s.n, g.col_tiles), kTileAlign);
+  g.col_tiles = ceil_div(s.n, g.cols_per_tile);
+  return g;
+}
+
+// c = alpha op(a) op(b) + beta c for one matrix, tiled over C when OpenBLAS would thread.
+template <class T>
+void gemm_matrix(const GemmShape& s, Trans ta, Trans tb, double alpha, const T* a, const T* b,
+                 double beta, T* c) {
+  if (static_cast<double>(s.m) * static_cast<double>(s.n) * static_cast<double>(s.k) <=
+      kOpenBlasSerialVolume) {
+    gemm_call(s, ta, tb, alpha, a, b, beta, c);
+    return;
+  }
+  TileGrid g = tile_grid(s, kMinTileSide);
+  // Small m and n (a weight gradient with a long k): smaller tiles rather than one thread.
+  if (g.row_tiles * g.col_tiles < 2) g = tile_grid(s, kMinTileSide / 2);
+  // Always inside an OpenMP region (or with one thread): OpenBLAS then stays
+  // single-threaded, even for a grid of one tile.
+  split_across_threads(g.row_tiles * g.col_tiles, [&](int64_t t0, int64_t t1) {
+    for (int64_t t = t0; t < t1; ++t) {
+      const int64_t i0 = (t / g.col_tiles) * g.rows_per_tile;
+      const int64_t j0 = (t % g.col_tiles) * g.cols_per_tile;
+      GemmShape tile = s;
+      tile.m = std::min(g.rows_per_tile, s.m - i0);
+      tile.n = std::min(g.cols_per_tile, s.n - j0);
+      // Rows i0.. of op(a): rows of a, or columns when a is stored transposed; likewise
+      // columns j0.. of op(b).
+      const T* a_tile = ta == Trans::N ? a + i0 * s.lda : a + i0;
+      const T* b_tile = tb == Trans::N ? b + j0 : b + j0 * s.ldb;
+      gemm_call(tile, ta, tb, alpha, a_tile, b_tile, beta, c + i0 * s.ldc + j0);
+    }
+  });
+}
+
+// With an empty inner dimension the product is 0 and c = beta * c; BLAS would reject the
+// zero leading dimensions, so it is done here. beta == 0 overwrites (NaN in c is dropped).
+template <class T>
+void scale_output(T* c, int64_t count, double beta) {
+  const T b = static_cast<T>(beta);
+  for (int64_t i = 0; i < count; ++i) c[i] = beta == 0.0 ? T(0) : c[i] * b;
+}
+
+// Shape of one gemm; `first` is 1 when a leading batch dimension precedes the matrices.
+GemmShape gemm_shape(const Tensor& c, const Tensor& a, Trans ta, const Tensor& b, int first) {
+  GemmShape s;
+  s.m = c.dim(first);
+  s.n = c.dim(first + 1);
+  s.k = ta == Trans::N ? a.dim(first + 1) : a.dim(first);
+  s.lda = a.dim(first + 1);
+  s.ldb = b.dim(first + 1);
+  s.ldc = s.n;
+  return s;
+}
+
+}  // namespace
+
+void gemm(const Tensor& c, const Tensor& a, Trans ta, const Tensor& b, Trans tb, double alpha,
+          double beta) {
+  const GemmShape s = gemm_shape(c, a, ta, b, 0);
+  if (s.m == 0 || s.n == 0) return;
+  visit_float(c.dtype(), [&](auto zero) {
+    using T = decltype(zero);
+    if (s.k == 0) return scale_output(c.data<T>(), s.m * s.n, beta);
+    gemm_matrix(s, ta, tb, alpha, a.data<T>(), b.data<T>(), beta, c.data<T>());
+  });
+}
+
+void gemm_batched(const Tensor& c, const Tensor& a, Trans ta, const Tensor& b, Trans tb,
+                  double alpha, double beta) {
+  const GemmShape s = gemm_shape(c, a, ta, b, 1);
+  const int64_t batch = c.dim(0);
+  if (batch == 0 || s.m == 0 || s.n == 0) return;
+  const int64_t a_stride = a.dim(1) * a.dim(2), b_stride = b.dim(1) * b.dim(2);
+  const int64_t c_stride = s.m * s.n;
+  visit_float(c.dtype(), [&](auto zero) {
+    using T = decltype(zero);
+    const T* pa = a.data<T>();
+    const T* pb = b.data<T>();
+    T* pc = c.data<T>();
+    if (s.k == 0) return scale_output(pc, batch * c_stride, beta);
+    const double volume =
+        static_cast<double>(s.m) * static_cast<double>(s.n) * static_cast<double>(s.k);
+    if (volume > kOpenBlasSerialVolume) {
+      // Large matrices: one after another, each tiled across the threads.
+      for (int64_t i = 0; i < batch; ++i)
+        gemm_matrix(s, ta, tb, alpha, pa + i * a_stride, pb + i * b_stride, beta,
+                    pc + i * c_stride);
+      return;
+    }
+    // Small ones (which OpenBLAS never threads): whole matrices, one thread each.
+    parallel_for(batch, static_cast<int64_t>(2.0 * volume), [&](int64_t begin, int64_t end) {
+      for (int64_t i = begin; i < end; ++i)
+        gemm_call(s, ta, tb, alpha, pa + i * a_stride, pb + i * b_stride, beta, pc + i * c_stride);
+    });
+  });
+}
+
+void bias_add(const Tensor& y, const Tensor& bias) {
+  const int64_t cols = bias.numel();
+  if (cols == 0 || y.numel() == 0) return;
+  const int64_t rows = y.numel() / cols;
+  visit_float(y.dtype(), [&](auto zero) {
+    using T = decltype(zero);
+    T* py = y.data<T>();
+    const T* DB_RESTRICT pb = bias.data<T>();
+    parallel_for(rows, cols, [&](int64_t begin, int64_t end) {
+      for (int64_t i = begin; i < end; ++i) {
+        T* DB_RESTRICT row = py + i * cols;
+#pragma omp simd
+        for (int64_t j = 0; j < cols; ++j) row[j] += pb[j];
+      }
+    });
+  });
+}
+
+void bias_grad(const Tensor& dbias, const Tensor& dy) {
+  const int64_t cols = dbias.numel();
+  if (cols == 0 || dy.numel() == 0) return;
+  const int64_t rows = dy.numel() / cols;
+  visit_float(dy.dtype(), [&](auto zero) {
+    using T = decltype(zero);
+    const T* pdy = dy.data<T>();
+    T* pdb = dbias.data<T>();
+    fixed_order_column_sums<1>(
+        rows, cols, 1,
+        [&](int64_t i, int64_t j0, int64_t j1, double* DB_RESTRICT acc) {
+          const T* DB_RESTRICT row = pdy + i * cols + j0;
+#pragma omp simd
+          for (int64_t j = 0; j < j1 - j0; ++j) acc[j] += static_cast<double>(row[j]);
+        },
+        [&](int64_t j0, int64_t j1, const double* totals) {
+          for (int64_t j = j0; j < j1; ++j) pdb[j] += static_cast<T>(totals[j - j0]);
+        });
+  });
+}
+
+}  // namespace depbloom::ops::cpu

@@ -1,0 +1,133 @@
+// CPU row movement: gather of rows by index (negative = zero row), deterministic scatter-add
+// of rows, and column-wise concat/split. Indices are validated before any row moves, so a
+// bad index throws with nothing half-written by worker threads.
+#include <cstring>
+
+#include "backend/cpu/cpu_ops.h"
+#include "backend/cpu/cpu_parallel.h"
+
+namespace depbloom::ops::cpu {
+namespace {
+
+// Calls fn(I{}) with I = int32_t or int64_t, the element type of an index tensor.
+template <class Fn>
+void visit_index(DType dtype, Fn&& fn) {
+  if (dtype == DType::i64) {
+    fn(int64_t{});
+  } else {
+    fn(int32_t{});
+  }
+}
+
+// Throws on the first index >= rows (negative indices are padding and allowed).
+template <class I>
+void check_indices(const char* op, const I* idx, int64_t n, int64_t rows, const Tensor& table) {
+  for (int64_t i = 0; i < n; ++i) {
+    if (static_cast<int64_t>(idx[i]) >= rows) [[unlikely]] {
+      DB_THROW(runtime, "{}: index {} at position {} is out of range for {} ({} rows)", op,
+               static_cast<int64_t>(idx[i]), i, table.str(), rows);
+    }
+  }
+}
+
+// Columns handed to one thread at a time in scatter_add_rows: a cache line of doubles.
+constexpr int64_t kScatterColumnGrain = 16;
+
+}  // namespace
+
+void gather_rows(const Tensor& out, const Tensor& src, const Tensor& idx) {
+  const int64_t n = idx.numel(), rows = src.dim(0);
+  const size_t row_bytes = static_cast<size_t>(row_width(src)) * dtype_size(src.dtype());
+  const auto* psrc = static_cast<const char*>(src.raw());
+  auto* pout = static_cast<char*>(out.raw());
+  visit_index(idx.dtype(), [&](auto index_zero) {
+    using I = decltype(index_zero);
+    const I* pidx = idx.data<I>();
+    check_indices("gather_rows", pidx, n, rows, src);
+    parallel_for(n, static_cast<int64_t>(row_bytes / 4 + 1), [&](int64_t begin, int64_t end) {
+      for (int64_t i = begin; i < end; ++i) {
+        const int64_t row = static_cast<int64_t>(pidx[i]);
+        char* dst = pout + static_cast<size_t>(i) * row_bytes;
+        if (row < 0) {
+          std::memset(dst, 0, row_bytes);
+        } else {
+          std::memcpy(dst, psrc + static_cast<size_t>(row) * row_bytes, row_bytes);
+        }
+      }
+    });
+  });
+}
+
+void scatter_add_rows(const Tensor& dst, const Tensor& src, const Tensor& idx,
+                      bool /*deterministic: always on the CPU*/) {
+  const int64_t n = idx.numel(), rows = dst.dim(0), width = row_width(dst);
+  if (n == 0 || width == 0) return;
+  visit_index(idx.dtype(), [&](auto index_zero) {
+    using I = decltype(index_zero);
+    const I* pidx = idx.data<I>();
+    check_indices("scatter_add_rows", pidx, n, rows, dst);
+    visit_float(dst.dtype(), [&](auto zero) {
+      using T = decltype(zero);
+      T* pdst = dst.data<T>();
+      const T* psrc = src.data<T>();
+      // Threads own column ranges and walk all indices in order, so each element receives
+      // its additions in index order whatever the thread count, with no atomics.
+      const int64_t pieces = (width + kScatterColumnGrain - 1) / kScatterColumnGrain;
+      parallel_for(pieces, n * kScatterColumnGrain, [&](int64_t p0, int64_t p1) {
+        const int64_t c0 = p0 * kScatterColumnGrain;
+        const int64_t c1 = std::min(width, p1 * kScatterColumnGrain);
+        for (int64_t i = 0; i < n; ++i) {
+          const int64_t row = static_cast<int64_t>(pidx[i]);
+          if (row < 0) continue;
+          T* DB_RESTRICT d = pdst + row * width;
+          const T* DB_RESTRICT s = psrc + i * width;
+#pragma omp simd
+          for (int64_t c = c0; c < c1; ++c) d[c] += s[c];
+        }
+      });
+    });
+  });
+}
+
+namespace {
+
+// Width in elements of one part of a concat/split ([R] counts as [R, 1]).
+int64_t part_width(const Tensor& part) {
+  return part.rank() == 1 ? 1 : part.dim(1);
+}
+
+// Copies between the whole [R, W] and its parts, row by row; to_whole picks the direction.
+void move_columns(const Tensor& whole, std::initializer_list<Tensor> parts, bool to_whole) {
+  const int64_t rows = whole.dim(0);
+  const size_t elem = dtype_size(whole.dtype());
+  const size_t whole_row = static_cast<size_t>(whole.dim(1)) * elem;
+  auto* pwhole = static_cast<char*>(whole.raw());
+  parallel_for(rows, whole.dim(1) + 8 * static_cast<int64_t>(parts.size()),
+               [&](int64_t begin, int64_t end) {
+                 for (int64_t r = begin; r < end; ++r) {
+                   char* row = pwhole + static_cast<size_t>(r) * whole_row;
+                   for (const Tensor& part : parts) {
+                     const size_t bytes = static_cast<size_t>(part_width(part)) * elem;
+                     char* piece = static_cast<char*>(part.raw()) + static_cast<size_t>(r) * bytes;
+                     if (to_whole) {
+                       std::memcpy(row, piece, bytes);
+                     } else {
+                       std::memcpy(piece, row, bytes);
+                     }
+                     row += bytes;
+                   }
+                 }
+               });
+}
+
+}  // namespace
+
+void concat_cols(const Tensor& out, std::initializer_list<Tensor> parts) {
+  move_columns(out, parts, true);
+}
+
+void split_cols(std::initializer_list<Tensor> parts, const Tensor& in) {
+  move_columns(in, parts, false);
+}
+
+}  // namespace depbloom::ops::cpu

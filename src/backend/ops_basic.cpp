@@ -1,0 +1,119 @@
+// Dispatch layer for data movement and reductions: gather/scatter of rows, column concat
+// and split, fill, copy (also across devices), sum and sum of squares. Pure data movement
+// takes any dtype on the CPU; on a GPU every op but copy is float32 only.
+#include <string>
+
+#include "backend/op_checks.h"
+
+namespace depbloom::ops {
+namespace {
+
+// idx [n] i32/i64 selects rows of `table`; `rows` [n, W] is the other side of the copy.
+void check_row_index(const char* op, const char* rows_name, const Tensor& rows,
+                     const char* table_name, const Tensor& table, const Tensor& idx) {
+  detail::require_index(op, "idx", idx);
+  DB_ASSERT(rows.rank() >= 1 && table.rank() >= 1, "{}: {} {} and {} {} need a row dimension", op,
+            rows_name, rows.str(), table_name, table.str());
+  detail::require_same_dtype(op, rows_name, rows, table_name, table);
+  DB_ASSERT(rows.dim(0) == idx.numel(), "{}: {} {} needs one row per index of idx {}", op,
+            rows_name, rows.str(), idx.str());
+  DB_ASSERT(detail::row_width(rows) == detail::row_width(table),
+            "{}: rows of {} {} and {} {} differ in width", op, rows_name, rows.str(), table_name,
+            table.str());
+}
+
+// Parts [R, Wi] (1-D parts count as [R, 1]) against the whole [R, sum Wi].
+void check_column_parts(const char* op, std::initializer_list<Tensor> parts, const Tensor& whole) {
+  detail::require_defined(op, "the concatenated tensor", whole);
+  detail::require_rank(op, "the concatenated tensor", whole, 2);
+  int64_t width = 0;
+  for (const Tensor& part : parts) {
+    detail::common_device(op, whole, part);
+    detail::require_same_dtype(op, "a part", part, "the concatenated tensor", whole);
+    DB_ASSERT((part.rank() == 1 || part.rank() == 2) && part.dim(0) == whole.dim(0),
+              "{}: part {} does not match the rows of {}", op, part.str(), whole.str());
+    width += part.rank() == 1 ? 1 : part.dim(1);
+  }
+  if (width != whole.dim(1)) [[unlikely]] {
+    std::string names;
+    for (const Tensor& part : parts) names += (names.empty() ? "" : ", ") + part.str();
+    DB_THROW(runtime, "{}: parts {} add up to {} columns but {} has {}", op, names, width,
+             whole.str(), whole.dim(1));
+  }
+}
+
+}  // namespace
+
+void gather_rows(const Tensor& out, const Tensor& src, const Tensor& idx) {
+  const char* op = "gather_rows";
+  detail::common_device(op, out, src, idx);
+  check_row_index(op, "out", out, "src", src, idx);
+  DB_DISPATCH_OP(gather_rows, src.device(), src.dtype(), out, src, idx);
+}
+
+void scatter_add_rows(const Tensor& dst, const Tensor& src, const Tensor& idx, bool deterministic) {
+  const char* op = "scatter_add_rows";
+  detail::common_device(op, dst, src, idx);
+  detail::require_float(op, "dst", dst);
+  check_row_index(op, "src", src, "dst", dst, idx);
+  DB_DISPATCH_OP(scatter_add_rows, dst.device(), dst.dtype(), dst, src, idx, deterministic);
+}
+
+void concat_cols(const Tensor& out, std::initializer_list<Tensor> parts) {
+  const char* op = "concat_cols";
+  check_column_parts(op, parts, out);
+  DB_DISPATCH_OP(concat_cols, out.device(), out.dtype(), out, parts);
+}
+
+void split_cols(std::initializer_list<Tensor> parts, const Tensor& in) {
+  const char* op = "split_cols";
+  check_column_parts(op, parts, in);
+  DB_DISPATCH_OP(split_cols, in.device(), in.dtype(), parts, in);
+}
+
+void fill(const Tensor& x, double value) {
+  detail::common_device("fill", x);
+  DB_DISPATCH_OP(fill, x.device(), x.dtype(), x, value);
+}
+
+void copy(const Tensor& dst, const Tensor& src) {
+  const char* op = "copy";
+  detail::require_defined(op, "dst", dst);
+  detail::require_defined(op, "src", src);
+  detail::require_same_dtype(op, "dst", dst, "src", src);
+  DB_ASSERT(dst.numel() == src.numel(), "{}: dst {} and src {} differ in element count", op,
+            dst.str(), src.str());
+  if (dst.device().is_cpu() && src.device().is_cpu()) {
+    cpu::copy(dst, src);
+    return;
+  }
+#if DEPBLOOM_WITH_CUDA
+  // Host<->device and device<->device, ordered on the calling thread's stream.
+  cuda::copy(dst, src);
+#else
+  DB_THROW(runtime, "{}: {} <- {} needs a GPU but DepBloom was built without CUDA", op, dst.str(),
+           src.str());
+#endif
+}
+
+void sum(const Tensor& out, const Tensor& x) {
+  const char* op = "sum";
+  detail::common_device(op, out, x);
+  detail::require_float(op, "x", x);
+  detail::require_same_dtype(op, "out", out, "x", x);
+  DB_ASSERT(out.numel() == 1, "{}: out must hold one element, got {} (x {})", op, out.str(),
+            x.str());
+  DB_DISPATCH_OP(sum, x.device(), x.dtype(), out, x);
+}
+
+void sum_squares(const Tensor& out, const Tensor& x) {
+  const char* op = "sum_squares";
+  detail::common_device(op, out, x);
+  detail::require_float(op, "x", x);
+  detail::require_same_dtype(op, "out", out, "x", x);
+  DB_ASSERT(out.numel() == 1, "{}: out must hold one element, got {} (x {})", op, out.str(),
+            x.str());
+  DB_DISPATCH_OP(sum_squares, x.device(), x.dtype(), out, x);
+}
+
+}  // namespace depbloom::ops

@@ -1,0 +1,104 @@
+// Dispatch layer for the element-wise ops: activations, dropout, the BCE loss, Adam, axpy
+// and scale. Entry checks on shapes, dtypes and devices, then the CPU or CUDA backend.
+#include <cmath>
+
+#include "backend/op_checks.h"
+
+namespace depbloom::ops {
+
+void act_forward(Act act, const Tensor& y, const Tensor& x, double slope) {
+  const char* op = "act_forward";
+  detail::common_device(op, y, x);
+  detail::require_float(op, "x", x);
+  detail::require_like(op, "y", y, "x", x);
+  DB_DISPATCH_OP(act_forward, x.device(), x.dtype(), act, y, x, slope);
+}
+
+void act_backward(Act act, const Tensor& dx, const Tensor& dy, const Tensor& y, double slope) {
+  const char* op = "act_backward";
+  detail::common_device(op, dx, dy, y);
+  detail::require_float(op, "y", y);
+  detail::require_like(op, "dy", dy, "y", y);
+  detail::require_like(op, "dx", dx, "y", y);
+  DB_DISPATCH_OP(act_backward, y.device(), y.dtype(), act, dx, dy, y, slope);
+}
+
+void dropout_forward(const Tensor& y, const Tensor& keep, const Tensor& x, double p,
+                     const RngKey& key, uint64_t first_row) {
+  const char* op = "dropout_forward";
+  detail::common_device(op, y, keep, x);
+  detail::require_float(op, "x", x);
+  detail::require_like(op, "y", y, "x", x);
+  detail::require_mask(op, "keep", keep);
+  DB_ASSERT(keep.numel() == x.numel(), "{}: keep {} and x {} differ in element count", op,
+            keep.str(), x.str());
+  DB_ASSERT(p >= 0.0 && p < 1.0, "{}: drop probability {} is outside [0, 1)", op, p);
+  DB_DISPATCH_OP(dropout_forward, x.device(), x.dtype(), y, keep, x, p, key, first_row);
+}
+
+void dropout_backward(const Tensor& dx, const Tensor& dy, const Tensor& keep, double p) {
+  const char* op = "dropout_backward";
+  detail::common_device(op, dx, dy, keep);
+  detail::require_float(op, "dy", dy);
+  detail::require_like(op, "dx", dx, "dy", dy);
+  detail::require_mask(op, "keep", keep);
+  DB_ASSERT(keep.numel() == dy.numel(), "{}: keep {} and dy {} differ in element count", op,
+            keep.str(), dy.str());
+  DB_ASSERT(p >= 0.0 && p < 1.0, "{}: drop probability {} is outside [0, 1)", op, p);
+  DB_DISPATCH_OP(dropout_backward, dy.device(), dy.dtype(), dx, dy, keep, p);
+}
+
+void bce_with_logits_forward(const Tensor& loss, const Tensor& logits, const Tensor& targets) {
+  const char* op = "bce_with_logits_forward";
+  detail::common_device(op, loss, logits, targets);
+  detail::require_float(op, "logits", logits);
+  detail::require_like(op, "targets", targets, "logits", logits);
+  detail::require_same_dtype(op, "loss", loss, "logits", logits);
+  DB_ASSERT(loss.numel() == 1, "{}: loss must hold one element, got {} (logits {})", op, loss.str(),
+            logits.str());
+  DB_DISPATCH_OP(bce_with_logits_forward, logits.device(), logits.dtype(), loss, logits, targets);
+}
+
+void bce_with_logits_backward(const Tensor& dlogits, const Tensor& logits, const Tensor& targets,
+                              double scale) {
+  const char* op = "bce_with_logits_backward";
+  detail::common_device(op, dlogits, logits, targets);
+  detail::require_float(op, "logits", logits);
+  detail::require_like(op, "targets", targets, "logits", logits);
+  detail::require_like(op, "dlogits", dlogits, "logits", logits);
+  DB_DISPATCH_OP(bce_with_logits_backward, logits.device(), logits.dtype(), dlogits, logits,
+                 targets, scale);
+}
+
+void adam_step(const Tensor& params, const Tensor& grads, const Tensor& m, const Tensor& v,
+               const AdamConfig& cfg, int64_t step) {
+  const char* op = "adam_step";
+  detail::common_device(op, params, grads, m, v);
+  detail::require_float(op, "params", params);
+  detail::require_like(op, "grads", grads, "params", params);
+  detail::require_like(op, "m", m, "params", params);
+  detail::require_like(op, "v", v, "params", params);
+  DB_ASSERT(step >= 1, "{}: step counts from 1, got {}", op, step);
+  DB_ASSERT(cfg.beta1 >= 0.0 && cfg.beta1 < 1.0 && cfg.beta2 >= 0.0 && cfg.beta2 < 1.0,
+            "{}: betas ({}, {}) must lie in [0, 1)", op, cfg.beta1, cfg.beta2);
+  DB_ASSERT(std::isfinite(cfg.lr) && cfg.eps > 0.0,
+            "{}: needs a finite lr and eps > 0 (lr {}, eps {})", op, cfg.lr, cfg.eps);
+  DB_DISPATCH_OP(adam_step, params.device(), params.dtype(), params, grads, m, v, cfg, step);
+}
+
+void axpy(const Tensor& y, double alpha, const Tensor& x) {
+  const char* op = "axpy";
+  detail::common_device(op, y, x);
+  detail::require_float(op, "y", y);
+  detail::require_like(op, "x", x, "y", y);
+  DB_DISPATCH_OP(axpy, y.device(), y.dtype(), y, alpha, x);
+}
+
+void scale(const Tensor& x, double alpha) {
+  const char* op = "scale";
+  detail::common_device(op, x);
+  detail::require_float(op, "x", x);
+  DB_DISPATCH_OP(scale, x.device(), x.dtype(), x, alpha);
+}
+
+}  // namespace depbloom::ops
