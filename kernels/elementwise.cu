@@ -35,6 +35,10 @@ __global__ void scale_kernel(float* x, float alpha, int64_t n) {
   for (int64_t i = global_thread(); i < n; i += grid_threads()) x[i] *= alpha;
 }
 
+__global__ void mul_kernel(float* out, const float* a, const float* b, int64_t n) {
+  for (int64_t i = global_thread(); i < n; i += grid_threads()) out[i] = a[i] * b[i];
+}
+
 __global__ void bias_add_kernel(float* y, const float* bias, int64_t rows, int64_t cols) {
   const int64_t n = rows * cols;
   for (int64_t i = global_thread(); i < n; i += grid_threads()) y[i] += bias[i % cols];
@@ -173,6 +177,12 @@ cudaError_t axpy(float* y, float alpha, const float* x, int64_t n, cudaStream_t 
 cudaError_t scale(float* x, float alpha, int64_t n, cudaStream_t stream) {
   if (n <= 0) return cudaSuccess;
   scale_kernel<<<grid_for(n), kBlock, 0, stream>>>(x, alpha, n);
+  return cudaGetLastError();
+}
+
+cudaError_t mul(float* out, const float* a, const float* b, int64_t n, cudaStream_t stream) {
+  if (n <= 0) return cudaSuccess;
+  mul_kernel<<<grid_for(n), kBlock, 0, stream>>>(out, a, b, n);
   return cudaGetLastError();
 }
 

@@ -22,6 +22,8 @@ cudaError_t fill(uint8_t* x, int64_t n, uint8_t value, cudaStream_t stream);
 cudaError_t axpy(float* y, float alpha, const float* x, int64_t n, cudaStream_t stream);
 // x *= alpha.
 cudaError_t scale(float* x, float alpha, int64_t n, cudaStream_t stream);
+// out = a * b element-wise; out may alias a or b.
+cudaError_t mul(float* out, const float* a, const float* b, int64_t n, cudaStream_t stream);
 // y [rows, cols] += bias [cols].
 cudaError_t bias_add(float* y, const float* bias, int64_t rows, int64_t cols, cudaStream_t stream);
 

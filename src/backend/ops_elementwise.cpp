@@ -94,6 +94,15 @@ void axpy(const Tensor& y, double alpha, const Tensor& x) {
   DB_DISPATCH_OP(axpy, y.device(), y.dtype(), y, alpha, x);
 }
 
+void mul(const Tensor& out, const Tensor& a, const Tensor& b) {
+  const char* op = "mul";
+  detail::common_device(op, out, a, b);
+  detail::require_float(op, "a", a);
+  detail::require_like(op, "b", b, "a", a);
+  detail::require_like(op, "out", out, "a", a);
+  DB_DISPATCH_OP(mul, a.device(), a.dtype(), out, a, b);
+}
+
 void scale(const Tensor& x, double alpha) {
   const char* op = "scale";
   detail::common_device(op, x);

@@ -93,9 +93,10 @@ void dropout_forward(const Tensor& y, const Tensor& keep, const Tensor& x, doubl
         const uint64_t counter = first_row + static_cast<uint64_t>(r);
         for (int64_t c = 0; c < width; ++c) {
           const int64_t e = r * width + c;
-          // Compared in double so that the threshold is exactly p, as documented.
-          const float u = uniform_float(philox_u32(key, counter, static_cast<uint32_t>(c)));
-          const bool kept = p == 0.0 || static_cast<double>(u) >= p;
+          // p == 0 keeps everything without drawing; the draw is compared in double so
+          // that the threshold is exactly p, as documented.
+          const bool kept = p == 0.0 || static_cast<double>(uniform_float(philox_u32(
+                                            key, counter, static_cast<uint32_t>(c)))) >= p;
           pk[e] = kept ? 1 : 0;
           py[e] = kept ? px[e] * inv_keep : T(0);
         }
@@ -154,6 +155,17 @@ void scale(const Tensor& x, double alpha) {
     T* px = x.data<T>();
     const T a = static_cast<T>(alpha);
     map_elements(x.numel(), kCheapCost, [&](int64_t i) { px[i] *= a; });
+  });
+}
+
+void mul(const Tensor& out, const Tensor& a, const Tensor& b) {
+  visit_float(out.dtype(), [&](auto zero) {
+    using T = decltype(zero);
+    // No restrict: out may alias a or b (each element is read before it is written).
+    T* po = out.data<T>();
+    const T* pa = a.data<T>();
+    const T* pb = b.data<T>();
+    map_elements(out.numel(), kCheapCost, [&](int64_t i) { po[i] = pa[i] * pb[i]; });
   });
 }
 

@@ -100,6 +100,12 @@ void axpy(const Tensor& y, double alpha, const Tensor& x) {
                               y.numel(), stream));
 }
 
+void mul(const Tensor& out, const Tensor& a, const Tensor& b) {
+  cudaStream_t stream = backend::enter_device(device_of(out));
+  DB_CHECK_CUDA(kernels::mul(out.data<float>(), a.data<float>(), b.data<float>(), out.numel(),
+                             stream));
+}
+
 void scale(const Tensor& x, double alpha) {
   cudaStream_t stream = backend::enter_device(device_of(x));
   DB_CHECK_CUDA(kernels::scale(x.data<float>(), static_cast<float>(alpha), x.numel(), stream));

@@ -133,6 +133,7 @@ void copy(const Tensor& dst, const Tensor& src);
 void axpy(const Tensor& y, double alpha, const Tensor& x);
 // x *= alpha.
 void scale(const Tensor& x, double alpha);
+void mul(const Tensor& out, const Tensor& a, const Tensor& b);
 // out [1] = sum of all elements of x (deterministic reduction order).
 void sum(const Tensor& out, const Tensor& x);
 // out [1] = sum of squares of x (for gradient norms).

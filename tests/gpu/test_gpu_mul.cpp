@@ -1,0 +1,31 @@
+// GPU suite, element-wise product: ops::mul on cuda:0 against the CPU op, out of place and
+// in place. Skips without a usable GPU.
+#include <gtest/gtest.h>
+
+#include "gpu/gpu_test_util.h"
+
+namespace dbtest {
+namespace {
+
+namespace ops = depbloom::ops;
+using F = Both<float>;
+
+class GpuMul : public GpuTest {};
+
+TEST_F(GpuMul, MatchesCpu) {
+  Rand rng(4111);
+  for (Shape s : {Shape(1), Shape(33, 7), Shape(257, 7), Shape(3, 7, 33)}) {
+    SCOPED_TRACE(s.str());
+    const int64_t n = s.numel();
+    F a(s, rng.vec(n)), b(s, rng.vec(n)), out = F::nan(s);
+    ops::mul(out.cpu, a.cpu, b.cpu);
+    ops::mul(out.gpu, a.gpu, b.gpu);
+    EXPECT_TRUE(out.matches());
+    ops::mul(a.cpu, a.cpu, b.cpu);
+    ops::mul(a.gpu, a.gpu, b.gpu);
+    EXPECT_TRUE(a.matches());
+  }
+}
+
+}  // namespace
+}  // namespace dbtest
