@@ -1,0 +1,40 @@
+// Linear layer y = x W^T + b (torch.nn.Linear's layout: W [out, in]), a forward/backward
+// pair over explicit buffers. Weight and bias gradients accumulate; dx overwrites.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "depbloom/core/arena.h"
+#include "depbloom/model/parameters.h"
+
+namespace depbloom::model {
+
+struct LinearContext {
+  Tensor x;  // [B, in], the caller keeps it alive until backward
+};
+
+class Linear {
+ public:
+  // Declares "<name>.weight" [out, in] and, with bias, "<name>.bias" [out].
+  Linear(ParameterStore& store, const std::string& name, int64_t in_features, int64_t out_features,
+         bool bias = true);
+
+  // y [B, out] = x [B, in] W^T + b.
+  void forward(LinearContext& ctx, const Tensor& y, const Tensor& x) const;
+  // dx [B, in] (optional, overwrite) = dy W; dW += dy^T x; db += sum_rows dy.
+  // dy [B, out].
+  void backward(const Tensor& dx, const Tensor& dy, const LinearContext& ctx) const;
+
+  int64_t in_features() const { return in_; }
+  int64_t out_features() const { return out_; }
+  ParamId weight() const { return weight_; }
+  ParamId bias() const { return bias_; }
+
+ private:
+  const ParameterStore* store_;
+  int64_t in_, out_;
+  ParamId weight_, bias_;
+};
+
+}  // namespace depbloom::model

@@ -1,0 +1,73 @@
+// Recurrent memory updaters: the node memory is the hidden state of a GRU cell (TGN) or a
+// tanh RNN cell (JODIE) whose input is the mail concatenated with the time encoding of the
+// mail's age: in = [mail || cos((t - mail_ts) w + b)]. Parameter gradients accumulate;
+// the gradients of the mail and of the previous memory overwrite (and are optional).
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "depbloom/core/arena.h"
+#include "depbloom/model/parameters.h"
+#include "depbloom/model/time_encoder.h"
+
+namespace depbloom::model {
+
+enum class RecurrentCell { gru, rnn };
+
+struct MemoryUpdaterContext {
+  TimeEncoderContext time;
+  Tensor input;   // [B, d_mail + d_time] = [mail || time encoding]
+  Tensor memory;  // [B, H], the previous memory (caller keeps it alive)
+  Tensor gates;   // [B, 4H] GRU gates (r, z, n, gh_n); unused for the RNN
+  Tensor h_new;   // [B, H], the output (RNN backward reads it)
+};
+
+class RecurrentMemoryUpdater {
+ public:
+  // Declares "<name>.weight_ih" [G*H, d_mail + d_time], "<name>.bias_ih" [G*H],
+  // "<name>.weight_hh" [G*H, H], "<name>.bias_hh" [G*H] (G = 3 for the GRU, 1 for the
+  // RNN; U(+-1/sqrt(H)) as in torch) and the time encoder "<name>.time.{w,b}".
+  RecurrentMemoryUpdater(ParameterStore& store, const std::string& name, RecurrentCell cell,
+                         int64_t mail_dim, int64_t time_dim, int64_t memory_dim);
+
+  // h_new [B, H]: the updated memory of B nodes from mail [B, d_mail], the mail's age
+  // mail_dt [B] (t - mail_ts) and the previous memory [B, H]. Scratch from `arena`.
+  void forward(Arena& arena, MemoryUpdaterContext& ctx, const Tensor& h_new, const Tensor& mail,
+               const Tensor& mail_dt, const Tensor& memory) const;
+  // d_mail [B, d_mail], d_memory [B, H]: optional (Tensor{} to skip), overwrite; d_memory
+  // is the full gradient (direct path plus through W_hh). dh_new [B, H].
+  void backward(Arena& arena, const Tensor& d_mail, const Tensor& d_memory, const Tensor& dh_new,
+                const MemoryUpdaterContext& ctx) const;
+
+  RecurrentCell cell() const { return cell_; }
+  int64_t memory_dim() const { return hidden_; }
+  int64_t mail_dim() const { return mail_dim_; }
+
+ private:
+  int64_t gate_rows() const { return (cell_ == RecurrentCell::gru ? 3 : 1) * hidden_; }
+
+  const ParameterStore* store_;
+  RecurrentCell cell_;
+  int64_t mail_dim_, hidden_;
+  TimeEncoder time_;
+  ParamId weight_ih_, bias_ih_, weight_hh_, bias_hh_;
+};
+
+// TGN's updater.
+class GruMemoryUpdater : public RecurrentMemoryUpdater {
+ public:
+  GruMemoryUpdater(ParameterStore& store, const std::string& name, int64_t mail_dim,
+                   int64_t time_dim, int64_t memory_dim)
+      : RecurrentMemoryUpdater(store, name, RecurrentCell::gru, mail_dim, time_dim, memory_dim) {}
+};
+
+// JODIE's updater.
+class RnnMemoryUpdater : public RecurrentMemoryUpdater {
+ public:
+  RnnMemoryUpdater(ParameterStore& store, const std::string& name, int64_t mail_dim,
+                   int64_t time_dim, int64_t memory_dim)
+      : RecurrentMemoryUpdater(store, name, RecurrentCell::rnn, mail_dim, time_dim, memory_dim) {}
+};
+
+}  // namespace depbloom::model

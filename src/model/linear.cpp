@@ -1,0 +1,33 @@
+// Linear layer y = x W^T + b over gemm and the bias ops.
+#include "depbloom/model/linear.h"
+
+#include "depbloom/backend/ops.h"
+#include "depbloom/model/context.h"
+
+namespace depbloom::model {
+
+Linear::Linear(ParameterStore& store, const std::string& name, int64_t in_features,
+               int64_t out_features, bool bias)
+    : store_(&store), in_(in_features), out_(out_features) {
+  DB_ASSERT(in_features > 0 && out_features > 0, "linear '{}' needs positive sizes, got {} -> {}",
+            name, in_features, out_features);
+  weight_ = store.declare(name + ".weight", Shape(out_features, in_features),
+                          InitScheme::uniform_fan_in, in_features);
+  if (bias)
+    bias_ =
+        store.declare(name + ".bias", Shape(out_features), InitScheme::uniform_fan_in, in_features);
+}
+
+void Linear::forward(LinearContext& ctx, const Tensor& y, const Tensor& x) const {
+  ops::gemm(y, x, ops::Trans::N, store_->value(weight_), ops::Trans::T);
+  if (bias_.valid()) ops::bias_add(y, store_->value(bias_));
+  ctx.x = x;
+}
+
+void Linear::backward(const Tensor& dx, const Tensor& dy, const LinearContext& ctx) const {
+  ops::gemm(store_->grad(weight_), dy, ops::Trans::T, ctx.x, ops::Trans::N, 1.0, 1.0);
+  if (bias_.valid()) ops::bias_grad(store_->grad(bias_), dy);
+  if (wanted(dx)) ops::gemm(dx, dy, ops::Trans::N, store_->value(weight_), ops::Trans::N);
+}
+
+}  // namespace depbloom::model

@@ -1,0 +1,51 @@
+// TGL's EdgePredictor: the source projection is computed once per positive pair and added
+// to each block of destination projections (positives, then the K negative blocks).
+#include "depbloom/model/link_predictor.h"
+
+#include "depbloom/backend/ops.h"
+
+namespace depbloom::model {
+
+LinkPredictor::LinkPredictor(ParameterStore& store, const std::string& name, int64_t dim)
+    : dim_(dim),
+      src_fc_(store, name + ".src_fc", dim, dim),
+      dst_fc_(store, name + ".dst_fc", dim, dim),
+      out_fc_(store, name + ".out_fc", dim, 1) {}
+
+void LinkPredictor::forward(Arena& arena, LinkPredictorContext& ctx, const Tensor& logits,
+                            const Tensor& h_src, const Tensor& h_dst) const {
+  const int64_t batch = h_src.dim(0);
+  const int64_t pairs = h_dst.dim(0);
+  DB_ASSERT(batch > 0 && pairs % batch == 0 && logits.numel() == pairs,
+            "link predictor: h_dst {} must hold (1+K) blocks of h_src {}, logits {} one per row",
+            h_dst.str(), h_src.str(), logits.str());
+  const DType dtype = h_src.dtype();
+  Tensor src_part = arena.alloc(dtype, Shape(batch, dim_));
+  src_fc_.forward(ctx.src_fc, src_part, h_src);
+  ctx.hidden = arena.alloc(dtype, Shape(pairs, dim_));
+  dst_fc_.forward(ctx.dst_fc, ctx.hidden, h_dst);
+  for (int64_t block = 0; block < pairs / batch; ++block)
+    ops::axpy(ctx.hidden.rows(block * batch, (block + 1) * batch), 1.0, src_part);
+  ops::act_forward(ops::Act::relu, ctx.hidden, ctx.hidden);
+  out_fc_.forward(ctx.out_fc, logits.reshape(Shape(pairs, 1)), ctx.hidden);
+  ctx.batch = batch;
+}
+
+void LinkPredictor::backward(Arena& arena, const Tensor& d_src, const Tensor& d_dst,
+                             const Tensor& d_logits, const LinkPredictorContext& ctx) const {
+  const int64_t pairs = ctx.hidden.dim(0);
+  const int64_t batch = ctx.batch;
+  const DType dtype = ctx.hidden.dtype();
+  Tensor d_hidden = arena.alloc(dtype, Shape(pairs, dim_));
+  out_fc_.backward(d_hidden, d_logits.reshape(Shape(pairs, 1)), ctx.out_fc);
+  ops::act_backward(ops::Act::relu, d_hidden, d_hidden, ctx.hidden);
+  dst_fc_.backward(d_dst, d_hidden, ctx.dst_fc);
+  // The source projection fed every block: its gradient is the sum over blocks.
+  Tensor d_src_part = arena.alloc(dtype, Shape(batch, dim_));
+  ops::copy(d_src_part, d_hidden.rows(0, batch));
+  for (int64_t block = 1; block < pairs / batch; ++block)
+    ops::axpy(d_src_part, 1.0, d_hidden.rows(block * batch, (block + 1) * batch));
+  src_fc_.backward(d_src, d_src_part, ctx.src_fc);
+}
+
+}  // namespace depbloom::model

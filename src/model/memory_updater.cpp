@@ -1,0 +1,97 @@
+// GRU and RNN memory updaters: time encoding, input concat, the two input GEMMs and the
+// fused cell from the op set; backward adds the W_hh path to the cell's direct dh.
+#include "depbloom/model/memory_updater.h"
+
+#include "depbloom/backend/ops.h"
+#include "depbloom/model/context.h"
+
+namespace depbloom::model {
+
+using ops::Trans;
+
+RecurrentMemoryUpdater::RecurrentMemoryUpdater(ParameterStore& store, const std::string& name,
+                                               RecurrentCell cell, int64_t mail_dim,
+                                               int64_t time_dim, int64_t memory_dim)
+    : store_(&store),
+      cell_(cell),
+      mail_dim_(mail_dim),
+      hidden_(memory_dim),
+      time_(store, name + ".time", time_dim) {
+  DB_ASSERT(mail_dim > 0 && memory_dim > 0,
+            "updater '{}' needs positive sizes (mail {}, memory {})", name, mail_dim, memory_dim);
+  const int64_t g = gate_rows();
+  weight_ih_ = store.declare(name + ".weight_ih", Shape(g, mail_dim + time_dim),
+                             InitScheme::uniform_fan_in, memory_dim);
+  bias_ih_ = store.declare(name + ".bias_ih", Shape(g), InitScheme::uniform_fan_in, memory_dim);
+  weight_hh_ = store.declare(name + ".weight_hh", Shape(g, memory_dim), InitScheme::uniform_fan_in,
+                             memory_dim);
+  bias_hh_ = store.declare(name + ".bias_hh", Shape(g), InitScheme::uniform_fan_in, memory_dim);
+}
+
+void RecurrentMemoryUpdater::forward(Arena& arena, MemoryUpdaterContext& ctx, const Tensor& h_new,
+                                     const Tensor& mail, const Tensor& mail_dt,
+                                     const Tensor& memory) const {
+  const int64_t batch = mail.dim(0);
+  const DType dtype = memory.dtype();
+  DB_ASSERT(mail.rank() == 2 && mail.dim(1) == mail_dim_ && memory.rank() == 2 &&
+                memory.dim(0) == batch && memory.dim(1) == hidden_,
+            "memory updater: mail {} and memory {} do not match [B, {}] and [B, {}]", mail.str(),
+            memory.str(), mail_dim_, hidden_);
+  // in [B, d_mail + d_time] = [mail || time encoding of the mail's age]
+  Tensor encoded = arena.alloc(dtype, Shape(batch, time_.dim()));
+  time_.forward(ctx.time, encoded, mail_dt);
+  ctx.input = arena.alloc(dtype, Shape(batch, mail_dim_ + time_.dim()));
+  ops::concat_cols(ctx.input, {mail, encoded});
+
+  Tensor gx = arena.alloc(dtype, Shape(batch, gate_rows()));
+  Tensor gh = arena.alloc(dtype, Shape(batch, gate_rows()));
+  ops::gemm(gx, ctx.input, Trans::N, store_->value(weight_ih_), Trans::T);
+  ops::bias_add(gx, store_->value(bias_ih_));
+  ops::gemm(gh, memory, Trans::N, store_->value(weight_hh_), Trans::T);
+  ops::bias_add(gh, store_->value(bias_hh_));
+  if (cell_ == RecurrentCell::gru) {
+    ctx.gates = arena.alloc(dtype, Shape(batch, 4 * hidden_));
+    ops::gru_cell_forward(h_new, ctx.gates, gx, gh, memory);
+  } else {
+    ops::rnn_cell_forward(h_new, gx, gh);
+  }
+  ctx.memory = memory;
+  ctx.h_new = h_new;
+}
+
+void RecurrentMemoryUpdater::backward(Arena& arena, const Tensor& d_mail, const Tensor& d_memory,
+                                      const Tensor& dh_new, const MemoryUpdaterContext& ctx) const {
+  const int64_t batch = dh_new.dim(0);
+  const DType dtype = dh_new.dtype();
+  Tensor d_gx = arena.alloc(dtype, Shape(batch, gate_rows()));
+  Tensor d_gh;
+  // The direct path of h into h_new (GRU only) goes straight into d_memory when wanted.
+  Tensor dh_direct;
+  if (cell_ == RecurrentCell::gru) {
+    d_gh = arena.alloc(dtype, Shape(batch, gate_rows()));
+    dh_direct = wanted(d_memory) ? d_memory : arena.alloc(dtype, Shape(batch, hidden_));
+    ops::gru_cell_backward(d_gx, d_gh, dh_direct, dh_new, ctx.gates, ctx.memory);
+  } else {
+    ops::rnn_cell_backward(d_gx, dh_new, ctx.h_new);
+    d_gh = d_gx;  // gx and gh enter the RNN cell as one sum
+  }
+
+  ops::gemm(store_->grad(weight_ih_), d_gx, Trans::T, ctx.input, Trans::N, 1.0, 1.0);
+  ops::bias_grad(store_->grad(bias_ih_), d_gx);
+  ops::gemm(store_->grad(weight_hh_), d_gh, Trans::T, ctx.memory, Trans::N, 1.0, 1.0);
+  ops::bias_grad(store_->grad(bias_hh_), d_gh);
+  if (wanted(d_memory)) {
+    const double keep_direct = cell_ == RecurrentCell::gru ? 1.0 : 0.0;
+    ops::gemm(d_memory, d_gh, Trans::N, store_->value(weight_hh_), Trans::N, 1.0, keep_direct);
+  }
+
+  // d_in [B, d_mail + d_time] = d_gx W_ih, split into the mail's and the encoding's parts.
+  Tensor d_input = arena.alloc(dtype, Shape(batch, mail_dim_ + time_.dim()));
+  ops::gemm(d_input, d_gx, Trans::N, store_->value(weight_ih_), Trans::N);
+  Tensor d_encoded = arena.alloc(dtype, Shape(batch, time_.dim()));
+  Tensor d_mail_out = wanted(d_mail) ? d_mail : arena.alloc(dtype, Shape(batch, mail_dim_));
+  ops::split_cols({d_mail_out, d_encoded}, d_input);
+  time_.backward(d_encoded, ctx.time);
+}
+
+}  // namespace depbloom::model

@@ -1,0 +1,131 @@
+// ParameterStore: the size table, the sorted flat layout, seeded host-side initialisation
+// and the whole-model zero_grad / Adam step.
+#include "depbloom/model/parameters.h"
+
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+
+#include "depbloom/core/philox.h"
+
+namespace depbloom::model {
+
+ParameterStore::ParameterStore(DType dtype, Device device) : dtype_(dtype), device_(device) {
+  DB_ASSERT(is_floating(dtype), "parameters must be f32 or f64, got {}", dtype_name(dtype));
+}
+
+ParamId ParameterStore::declare(const std::string& name, Shape shape, InitScheme init,
+                                int64_t fan_in) {
+  DB_ASSERT(!finalized_, "parameter '{}' declared after finalize()", name);
+  DB_ASSERT(!name.empty(), "a parameter needs a name");
+  DB_ASSERT(!find(name).valid(), "parameter '{}' declared twice", name);
+  DB_ASSERT(shape.numel() > 0, "parameter '{}' has no elements: {}", name, shape.str());
+  DB_ASSERT(init != InitScheme::uniform_fan_in || fan_in > 0,
+            "parameter '{}' uses uniform_fan_in but fan_in is {}", name, fan_in);
+  entries_.push_back(ParameterEntry{name, shape, init, fan_in, 0});
+  slot_of_id_.push_back(static_cast<int32_t>(entries_.size() - 1));
+  return ParamId{static_cast<int32_t>(entries_.size() - 1)};
+}
+
+void ParameterStore::finalize() {
+  DB_ASSERT(!finalized_, "finalize() called twice");
+  // Sort positions by name; the ids handed out keep pointing at their entries.
+  std::vector<int32_t> order(entries_.size());
+  std::iota(order.begin(), order.end(), 0);
+  std::sort(order.begin(), order.end(),
+            [&](int32_t a, int32_t b) { return entries_[a].name < entries_[b].name; });
+  std::vector<ParameterEntry> sorted;
+  sorted.reserve(entries_.size());
+  for (size_t pos = 0; pos < order.size(); ++pos) {
+    sorted.push_back(entries_[static_cast<size_t>(order[pos])]);
+    slot_of_id_[static_cast<size_t>(order[pos])] = static_cast<int32_t>(pos);
+  }
+  entries_ = std::move(sorted);
+  total_ = 0;
+  for (auto& e : entries_) {
+    e.offset = total_;
+    total_ += e.shape.numel();
+  }
+  values_ = OwnedTensor::zeros(dtype_, Shape(total_), device_);
+  grads_ = OwnedTensor::zeros(dtype_, Shape(total_), device_);
+  adam_m_ = OwnedTensor::zeros(dtype_, Shape(total_), device_);
+  adam_v_ = OwnedTensor::zeros(dtype_, Shape(total_), device_);
+  finalized_ = true;
+}
+
+void ParameterStore::initialize(uint64_t seed) {
+  DB_ASSERT(finalized_, "initialize() before finalize()");
+  const RngKey key{seed, static_cast<uint32_t>(RngPurpose::init), 0};
+  std::vector<double> host(static_cast<size_t>(total_));
+  for (const auto& e : entries_) {
+    const int64_t n = e.shape.numel();
+    double* out = host.data() + e.offset;
+    switch (e.init) {
+      case InitScheme::zeros:
+        std::fill(out, out + n, 0.0);
+        break;
+      case InitScheme::ones:
+        std::fill(out, out + n, 1.0);
+        break;
+      case InitScheme::uniform_fan_in: {
+        const double bound = 1.0 / std::sqrt(static_cast<double>(e.fan_in));
+        for (int64_t i = 0; i < n; ++i) {
+          // Keyed by the global offset: distinct per parameter, independent of the backend.
+          const Philox4 r = philox_draw(key, static_cast<uint64_t>(e.offset + i), 0);
+          out[i] = (2.0 * uniform_double(r.v[0], r.v[1]) - 1.0) * bound;
+        }
+        break;
+      }
+      case InitScheme::time_frequencies:
+        for (int64_t i = 0; i < n; ++i) {
+          const double exponent = n == 1 ? 0.0 : 9.0 * static_cast<double>(i) / (n - 1);
+          out[i] = 1.0 / std::pow(10.0, exponent);
+        }
+        break;
+    }
+  }
+  if (dtype_ == DType::f64) {
+    ops::copy(values_.view(), Tensor::wrap(host.data(), Shape(total_)));
+  } else {
+    std::vector<float> narrow(host.begin(), host.end());
+    ops::copy(values_.view(), Tensor::wrap(narrow.data(), Shape(total_)));
+  }
+}
+
+const ParameterEntry& ParameterStore::entry(ParamId id) const {
+  DB_ASSERT(id.index >= 0 && static_cast<size_t>(id.index) < slot_of_id_.size(),
+            "parameter id {} out of range ({} declared)", id.index, slot_of_id_.size());
+  return entries_[static_cast<size_t>(slot_of_id_[static_cast<size_t>(id.index)])];
+}
+
+ParamId ParameterStore::find(const std::string& name) const {
+  for (size_t id = 0; id < slot_of_id_.size(); ++id)
+    if (entries_[static_cast<size_t>(slot_of_id_[id])].name == name)
+      return ParamId{static_cast<int32_t>(id)};
+  return ParamId{};
+}
+
+ParamId ParameterStore::checked_find(const std::string& name) const {
+  const ParamId id = find(name);
+  DB_ASSERT(id.valid(), "no parameter named '{}'", name);
+  return id;
+}
+
+Tensor ParameterStore::view_of(const OwnedTensor& blob, ParamId id) const {
+  DB_ASSERT(finalized_, "parameter views before finalize()");
+  const ParameterEntry& e = entry(id);
+  return blob.view().rows(e.offset, e.offset + e.shape.numel()).reshape(e.shape);
+}
+
+void ParameterStore::zero_grad() {
+  DB_ASSERT(finalized_, "zero_grad() before finalize()");
+  ops::fill(grads_.view(), 0.0);
+}
+
+void ParameterStore::adam_step(const ops::AdamConfig& cfg) {
+  DB_ASSERT(finalized_, "adam_step() before finalize()");
+  ++adam_steps_;
+  ops::adam_step(values_.view(), grads_.view(), adam_m_.view(), adam_v_.view(), cfg, adam_steps_);
+}
+
+}  // namespace depbloom::model

@@ -1,0 +1,272 @@
+// Finite-difference checks (float64, CPU) of every layer: each parameter gradient and each
+// input gradient, plus the accumulate/overwrite contract.
+#include <gtest/gtest.h>
+
+#include <cstring>
+
+#include "depbloom/core/arena.h"
+#include "depbloom/core/memory.h"
+#include "depbloom/model/context.h"
+#include "depbloom/model/dropout.h"
+#include "depbloom/model/jodie_projection.h"
+#include "depbloom/model/link_predictor.h"
+#include "depbloom/model/memory_updater.h"
+#include "depbloom/model/message_function.h"
+#include "depbloom/model/time_encoder.h"
+#include "unit/model/grad_check.h"
+
+namespace {
+
+using namespace depbloom;
+using namespace depbloom::model;
+using namespace dbmodeltest;
+
+OwnedTensor random_tensor(Shape shape, uint64_t seed, double lo = -1.0, double hi = 1.0) {
+  OwnedTensor t(DType::f64, shape);
+  const auto v = random_values(shape.numel(), seed, lo, hi);
+  std::memcpy(t.data<double>(), v.data(), v.size() * sizeof(double));
+  return t;
+}
+
+OwnedTensor zeros(Shape shape) {
+  return OwnedTensor::zeros(DType::f64, shape);
+}
+
+// Every parameter of the store as a gradient target.
+void add_all_params(std::vector<GradTarget>& targets, const ParameterStore& store) {
+  for (const auto& e : store.entries()) {
+    const ParamId id = store.find(e.name);
+    targets.push_back(param_target(e.name, store.value(id), store.grad(id)));
+  }
+}
+
+class LayerGrad : public ::testing::Test {
+ protected:
+  ParameterStore store{DType::f64, Device::cpu()};
+  Arena arena{Device::cpu()};
+  void ready(uint64_t seed = 11) {
+    store.finalize();
+    store.initialize(seed);
+  }
+};
+
+TEST_F(LayerGrad, Linear) {
+  Linear layer(store, "fc", 4, 3);
+  ready();
+  auto x = random_tensor(Shape(5, 4), 1);
+  auto y = zeros(Shape(5, 3));
+  auto dx = zeros(Shape(5, 4));
+  LinearContext ctx;
+  std::vector<GradTarget> targets{input_target("x", x, dx)};
+  add_all_params(targets, store);
+  expect_gradients(
+      [&] {
+        layer.forward(ctx, y, x);
+        return y.view();
+      },
+      [&](const Tensor& dy) { layer.backward(dx, dy, ctx); }, targets);
+}
+
+TEST_F(LayerGrad, TimeEncoder) {
+  TimeEncoder layer(store, "time", 5);
+  ready();
+  auto dt = random_tensor(Shape(6), 2, 0.1, 3.0);
+  auto out = zeros(Shape(6, 5));
+  TimeEncoderContext ctx;
+  std::vector<GradTarget> targets;
+  add_all_params(targets, store);
+  expect_gradients(
+      [&] {
+        layer.forward(ctx, out, dt);
+        return out.view();
+      },
+      [&](const Tensor& dout) { layer.backward(dout, ctx); }, targets);
+}
+
+void check_updater(ParameterStore& store, Arena& arena, RecurrentCell cell) {
+  const int64_t batch = 4, mail_dim = 3, time_dim = 2, hidden = 5;
+  RecurrentMemoryUpdater layer(store, "updater", cell, mail_dim, time_dim, hidden);
+  store.finalize();
+  store.initialize(5);
+  auto mail = random_tensor(Shape(batch, mail_dim), 3);
+  auto dt = random_tensor(Shape(batch), 4, 0.1, 3.0);
+  auto memory = random_tensor(Shape(batch, hidden), 5);
+  auto h_new = zeros(Shape(batch, hidden));
+  auto d_mail = zeros(Shape(batch, mail_dim));
+  auto d_memory = zeros(Shape(batch, hidden));
+  MemoryUpdaterContext* ctx = nullptr;
+  std::vector<GradTarget> targets{input_target("mail", mail, d_mail),
+                                  input_target("memory", memory, d_memory)};
+  add_all_params(targets, store);
+  expect_gradients(
+      [&] {
+        arena.reset();
+        ctx = &new_context<MemoryUpdaterContext>(arena);
+        layer.forward(arena, *ctx, h_new, mail, dt, memory);
+        return h_new.view();
+      },
+      [&](const Tensor& dh) { layer.backward(arena, d_mail, d_memory, dh, *ctx); }, targets);
+}
+
+TEST_F(LayerGrad, GruMemoryUpdater) {
+  check_updater(store, arena, RecurrentCell::gru);
+}
+TEST_F(LayerGrad, RnnMemoryUpdater) {
+  check_updater(store, arena, RecurrentCell::rnn);
+}
+
+TEST_F(LayerGrad, JodieProjection) {
+  JodieProjection layer(store, "proj", 4);
+  ready();
+  auto memory = random_tensor(Shape(5, 4), 6);
+  auto dt = random_tensor(Shape(5), 7, 0.1, 2.0);
+  auto h = zeros(Shape(5, 4));
+  auto d_memory = zeros(Shape(5, 4));
+  JodieProjectionContext ctx;
+  std::vector<GradTarget> targets{input_target("memory", memory, d_memory)};
+  add_all_params(targets, store);
+  expect_gradients(
+      [&] {
+        arena.reset();
+        layer.forward(arena, ctx, h, memory, dt);
+        return h.view();
+      },
+      [&](const Tensor& dh) { layer.backward(arena, d_memory, dh, ctx); }, targets);
+}
+
+TEST_F(LayerGrad, IdentityEmbedding) {
+  auto memory = random_tensor(Shape(3, 4), 8);
+  auto h = zeros(Shape(3, 4));
+  auto d_memory = zeros(Shape(3, 4));
+  expect_gradients(
+      [&] {
+        identity_embedding_forward(h, memory);
+        return h.view();
+      },
+      [&](const Tensor& dh) { identity_embedding_backward(d_memory, dh); },
+      {input_target("memory", memory, d_memory)});
+}
+
+TEST_F(LayerGrad, MessageFunction) {
+  MessageFunction layer(3, 2);
+  auto s_self = random_tensor(Shape(4, 3), 9), s_other = random_tensor(Shape(4, 3), 10);
+  auto edge = random_tensor(Shape(4, 2), 11);
+  auto msg = zeros(Shape(4, layer.message_dim()));
+  auto d_self = zeros(Shape(4, 3)), d_other = zeros(Shape(4, 3)), d_edge = zeros(Shape(4, 2));
+  expect_gradients(
+      [&] {
+        layer.forward(msg, s_self, s_other, edge);
+        return msg.view();
+      },
+      [&](const Tensor& d) { layer.backward(d_self, d_other, d_edge, d); },
+      {input_target("s_self", s_self, d_self), input_target("s_other", s_other, d_other),
+       input_target("edge", edge, d_edge)});
+}
+
+TEST_F(LayerGrad, MessageFunctionWithoutEdgeFeatures) {
+  MessageFunction layer(3, 0);
+  auto s_self = random_tensor(Shape(4, 3), 12), s_other = random_tensor(Shape(4, 3), 13);
+  auto msg = zeros(Shape(4, layer.message_dim()));
+  auto d_self = zeros(Shape(4, 3)), d_other = zeros(Shape(4, 3));
+  expect_gradients(
+      [&] {
+        layer.forward(msg, s_self, s_other, Tensor{});
+        return msg.view();
+      },
+      [&](const Tensor& d) { layer.backward(d_self, d_other, Tensor{}, d); },
+      {input_target("s_self", s_self, d_self), input_target("s_other", s_other, d_other)});
+}
+
+TEST_F(LayerGrad, LinkPredictor) {
+  const int64_t batch = 3, negatives = 2, dim = 4;
+  LinkPredictor layer(store, "pred", dim);
+  ready();
+  auto h_src = random_tensor(Shape(batch, dim), 14);
+  auto h_dst = random_tensor(Shape((1 + negatives) * batch, dim), 15);
+  auto logits = zeros(Shape((1 + negatives) * batch));
+  auto d_src = zeros(h_src.shape()), d_dst = zeros(h_dst.shape());
+  LinkPredictorContext ctx;
+  std::vector<GradTarget> targets{input_target("h_src", h_src, d_src),
+                                  input_target("h_dst", h_dst, d_dst)};
+  add_all_params(targets, store);
+  expect_gradients(
+      [&] {
+        arena.reset();
+        layer.forward(arena, ctx, logits, h_src, h_dst);
+        return logits.view();
+      },
+      [&](const Tensor& d) { layer.backward(arena, d_src, d_dst, d, ctx); }, targets);
+}
+
+TEST_F(LayerGrad, Dropout) {
+  Dropout layer(0.3, 1);
+  auto x = random_tensor(Shape(6, 5), 16);
+  auto y = zeros(Shape(6, 5)), dx = zeros(Shape(6, 5));
+  DropoutContext ctx;
+  expect_gradients(
+      [&] {
+        arena.reset();
+        layer.forward(arena, ctx, y, x, 42, 0, 100, true);
+        return y.view();
+      },
+      [&](const Tensor& dy) { layer.backward(dx, dy, ctx); }, {input_target("x", x, dx)});
+  // Some elements are dropped and the rest scaled by 1 / (1 - p) (fresh forward: the last
+  // finite-difference pass left y from a perturbed x).
+  layer.forward(arena, ctx, y, x, 42, 0, 100, true);
+  int dropped = 0;
+  for (int64_t i = 0; i < x.numel(); ++i) {
+    if (y.data<double>()[i] == 0.0)
+      ++dropped;
+    else
+      EXPECT_NEAR(y.data<double>()[i], x.data<double>()[i] / 0.7, 1e-12);
+  }
+  EXPECT_GT(dropped, 0);
+  EXPECT_LT(dropped, x.numel());
+}
+
+TEST_F(LayerGrad, DropoutIsIdentityWhenNotTraining) {
+  Dropout layer(0.5, 1);
+  auto x = random_tensor(Shape(3, 4), 17);
+  auto y = zeros(Shape(3, 4));
+  DropoutContext ctx;
+  layer.forward(arena, ctx, y, x, 42, 0, 0, false);
+  for (int64_t i = 0; i < x.numel(); ++i) EXPECT_EQ(y.data<double>()[i], x.data<double>()[i]);
+}
+
+TEST_F(LayerGrad, BceLoss) {
+  auto logits = random_tensor(Shape(6), 18, -3.0, 3.0);
+  auto targets = zeros(Shape(6));
+  for (int i = 0; i < 3; ++i) targets.data<double>()[i] = 1.0;
+  auto loss = zeros(Shape(1)), d_logits = zeros(Shape(6));
+  expect_gradients(
+      [&] {
+        bce_loss_forward(loss, logits, targets);
+        return loss.view();
+      },
+      [&](const Tensor& dl) { bce_loss_backward(d_logits, logits, targets, dl.data<double>()[0]); },
+      {input_target("logits", logits, d_logits)});
+}
+
+// Parameter gradients accumulate: two backward calls give twice the gradient, while the
+// input gradient is overwritten (equal after both calls).
+TEST_F(LayerGrad, ParameterGradientsAccumulate) {
+  Linear layer(store, "fc", 3, 2);
+  ready();
+  auto x = random_tensor(Shape(4, 3), 19);
+  auto dy = random_tensor(Shape(4, 2), 20);
+  auto y = zeros(Shape(4, 2)), dx = zeros(Shape(4, 3));
+  LinearContext ctx;
+  layer.forward(ctx, y, x);
+  store.zero_grad();
+  layer.backward(dx, dy, ctx);
+  const std::vector<double> once(store.grads().data<double>(),
+                                 store.grads().data<double>() + store.numel());
+  const std::vector<double> dx_once(dx.data<double>(), dx.data<double>() + dx.numel());
+  layer.backward(dx, dy, ctx);
+  for (int64_t i = 0; i < store.numel(); ++i)
+    EXPECT_DOUBLE_EQ(store.grads().data<double>()[i], 2.0 * once[static_cast<size_t>(i)]);
+  for (int64_t i = 0; i < dx.numel(); ++i)
+    EXPECT_DOUBLE_EQ(dx.data<double>()[i], dx_once[static_cast<size_t>(i)]);
+}
+
+}  // namespace

@@ -1,0 +1,191 @@
+// ParameterStore (sorted deterministic layout, seeded identical init, views, zero_grad,
+// Adam) and NodeState (reset, gathers, mailbox ring).
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <vector>
+
+#include "depbloom/core/error.h"
+#include "depbloom/model/node_state.h"
+#include "depbloom/model/parameters.h"
+
+namespace {
+
+using namespace depbloom;
+using namespace depbloom::model;
+
+std::vector<double> values_of(const ParameterStore& store) {
+  std::vector<double> out(static_cast<size_t>(store.numel()));
+  const Tensor& v = store.values();
+  for (int64_t i = 0; i < store.numel(); ++i)
+    out[static_cast<size_t>(i)] =
+        v.dtype() == DType::f64 ? v.data<double>()[i] : v.data<float>()[i];
+  return out;
+}
+
+// Declares the same three parameters in the given order.
+void declare_three(ParameterStore& store, bool reversed) {
+  auto w = [&] { store.declare("b.weight", Shape(3, 4), InitScheme::uniform_fan_in, 4); };
+  auto a = [&] { store.declare("a.w", Shape(5), InitScheme::time_frequencies); };
+  auto c = [&] { store.declare("c.bias", Shape(2), InitScheme::ones); };
+  if (reversed) {
+    c();
+    w();
+    a();
+  } else {
+    a();
+    w();
+    c();
+  }
+  store.finalize();
+}
+
+TEST(ParameterStore, LayoutIsSortedByNameWhateverTheDeclarationOrder) {
+  ParameterStore first(DType::f64), second(DType::f64);
+  declare_three(first, false);
+  declare_three(second, true);
+  ASSERT_EQ(first.numel(), 5 + 12 + 2);
+  const std::vector<std::string> names{"a.w", "b.weight", "c.bias"};
+  const std::vector<int64_t> offsets{0, 5, 17};
+  for (size_t i = 0; i < names.size(); ++i) {
+    EXPECT_EQ(first.entries()[i].name, names[i]);
+    EXPECT_EQ(second.entries()[i].name, names[i]);
+    EXPECT_EQ(first.entries()[i].offset, offsets[i]);
+    EXPECT_EQ(second.entries()[i].offset, offsets[i]);
+  }
+  first.initialize(3);
+  second.initialize(3);
+  EXPECT_EQ(values_of(first), values_of(second));
+  // Views by name point into the flat buffer at the sorted offset.
+  EXPECT_EQ(first.value("b.weight").shape(), Shape(3, 4));
+  EXPECT_EQ(first.value("b.weight").data<double>(), first.values().data<double>() + 5);
+  EXPECT_EQ(first.grad("c.bias").data<double>(), first.grads().data<double>() + 17);
+}
+
+TEST(ParameterStore, InitIsSeededDistinctPerParameterAndBounded) {
+  ParameterStore a(DType::f64), b(DType::f64), c(DType::f64);
+  for (auto* s : {&a, &b, &c}) {
+    s->declare("x", Shape(4, 8), InitScheme::uniform_fan_in, 8);
+    s->declare("y", Shape(4, 8), InitScheme::uniform_fan_in, 8);
+    s->finalize();
+  }
+  a.initialize(1);
+  b.initialize(1);
+  c.initialize(2);
+  EXPECT_EQ(values_of(a), values_of(b));
+  EXPECT_NE(values_of(a), values_of(c));
+  const auto v = values_of(a);
+  const double bound = 1.0 / std::sqrt(8.0);
+  for (double x : v) EXPECT_LE(std::fabs(x), bound);
+  // x and y have the same shape and scheme but draw different numbers.
+  EXPECT_FALSE(std::equal(v.begin(), v.begin() + 32, v.begin() + 32));
+}
+
+TEST(ParameterStore, FloatInitEqualsDoubleInitRounded) {
+  ParameterStore narrow(DType::f32), wide(DType::f64);
+  for (auto* s : {&narrow, &wide}) {
+    s->declare("fc.weight", Shape(6, 5), InitScheme::uniform_fan_in, 5);
+    s->declare("time.w", Shape(7), InitScheme::time_frequencies);
+    s->finalize();
+    s->initialize(9);
+  }
+  const auto n = values_of(narrow), w = values_of(wide);
+  for (size_t i = 0; i < n.size(); ++i)
+    EXPECT_EQ(n[i], static_cast<double>(static_cast<float>(w[i])));
+}
+
+TEST(ParameterStore, SchemesZerosOnesAndTimeFrequencies) {
+  ParameterStore store(DType::f64);
+  auto z = store.declare("z", Shape(3), InitScheme::zeros);
+  auto o = store.declare("o", Shape(3), InitScheme::ones);
+  auto t = store.declare("t", Shape(4), InitScheme::time_frequencies);
+  store.finalize();
+  store.initialize(1);
+  for (int i = 0; i < 3; ++i) {
+    EXPECT_EQ(store.value(z).data<double>()[i], 0.0);
+    EXPECT_EQ(store.value(o).data<double>()[i], 1.0);
+  }
+  const double expected[4] = {1.0, 1e-3, 1e-6, 1e-9};  // 1 / 10^linspace(0, 9, 4)
+  for (int i = 0; i < 4; ++i) EXPECT_NEAR(store.value(t).data<double>()[i], expected[i], 1e-20);
+}
+
+TEST(ParameterStore, ZeroGradAndAdamStep) {
+  ParameterStore store(DType::f64);
+  auto w = store.declare("w", Shape(4), InitScheme::ones);
+  store.finalize();
+  store.initialize(1);
+  for (int i = 0; i < 4; ++i) store.grad(w).data<double>()[i] = i % 2 ? 1.0 : -1.0;
+  ops::AdamConfig cfg;
+  cfg.lr = 0.1;
+  store.adam_step(cfg);
+  EXPECT_EQ(store.adam_steps(), 1);
+  // The first Adam step moves each weight by lr against the gradient's sign.
+  for (int i = 0; i < 4; ++i)
+    EXPECT_NEAR(store.value(w).data<double>()[i], i % 2 ? 0.9 : 1.1, 1e-6);
+  store.zero_grad();
+  for (int i = 0; i < 4; ++i) EXPECT_EQ(store.grad(w).data<double>()[i], 0.0);
+}
+
+TEST(ParameterStore, MisuseIsAnError) {
+  ParameterStore store(DType::f64);
+  store.declare("w", Shape(2), InitScheme::zeros);
+  EXPECT_THROW(store.declare("w", Shape(2), InitScheme::zeros), Error);
+  EXPECT_THROW(store.declare("u", Shape(2), InitScheme::uniform_fan_in, 0), Error);
+  EXPECT_THROW(store.value("w"), Error);  // before finalize
+  store.finalize();
+  EXPECT_THROW(store.declare("v", Shape(2), InitScheme::zeros), Error);
+  EXPECT_THROW(store.value("missing"), Error);
+}
+
+TEST(NodeState, ResetGatherAndMailboxRing) {
+  NodeState state(5, 3, 2, 2, DType::f64);
+  double* mem = state.memory().data<double>();
+  for (int64_t i = 0; i < state.memory().numel(); ++i) mem[i] = static_cast<double>(i + 1);
+  double* last = state.last_update().data<double>();
+  for (int i = 0; i < 5; ++i) last[i] = 10.0 + i;
+  double* mail = state.mail().data<double>();
+  for (int64_t i = 0; i < state.mail().numel(); ++i) mail[i] = 100.0 + static_cast<double>(i);
+  double* mail_ts = state.mail_ts().data<double>();
+  for (int64_t i = 0; i < state.mail_ts().numel(); ++i) mail_ts[i] = 0.5 * static_cast<double>(i);
+
+  std::vector<int64_t> ids{3, -1, 0};
+  const Tensor idx = Tensor::wrap(ids.data(), Shape(3));
+  OwnedTensor m(DType::f64, Shape(3, 3)), t(DType::f64, Shape(3));
+  OwnedTensor mb(DType::f64, Shape(3, 2, 2)), mt(DType::f64, Shape(3, 2));
+  state.gather_memory(m, idx);
+  state.gather_last_update(t, idx);
+  state.gather_mail(mb, mt, idx);
+  for (int c = 0; c < 3; ++c) {
+    EXPECT_EQ(m.data<double>()[c], mem[3 * 3 + c]);
+    EXPECT_EQ(m.data<double>()[3 + c], 0.0);  // padding row
+    EXPECT_EQ(m.data<double>()[6 + c], mem[c]);
+  }
+  EXPECT_EQ(t.data<double>()[0], 13.0);
+  EXPECT_EQ(t.data<double>()[1], 0.0);
+  EXPECT_EQ(t.data<double>()[2], 10.0);
+  for (int e = 0; e < 4; ++e) {
+    EXPECT_EQ(mb.data<double>()[e], mail[3 * 4 + e]);
+    EXPECT_EQ(mb.data<double>()[8 + e], mail[e]);
+  }
+  EXPECT_EQ(mt.data<double>()[0], mail_ts[6]);
+  EXPECT_EQ(mt.data<double>()[5], mail_ts[1]);
+
+  // The ring hands out slots 0, 1, 0, ... and keeps at most `slots` mails.
+  EXPECT_EQ(state.newest_mail_slot(2), -1);
+  EXPECT_EQ(state.claim_mail_slot(2), 0);
+  EXPECT_EQ(state.claim_mail_slot(2), 1);
+  EXPECT_EQ(state.newest_mail_slot(2), 1);
+  EXPECT_EQ(state.claim_mail_slot(2), 0);
+  EXPECT_EQ(state.mail_count(2), 2);
+  EXPECT_EQ(state.newest_mail_slot(2), 0);
+
+  state.reset();
+  for (int64_t i = 0; i < state.memory().numel(); ++i) EXPECT_EQ(mem[i], 0.0);
+  for (int64_t i = 0; i < state.mail().numel(); ++i) EXPECT_EQ(mail[i], 0.0);
+  for (int i = 0; i < 5; ++i) EXPECT_EQ(last[i], 0.0);
+  EXPECT_EQ(state.mail_count(2), 0);
+  EXPECT_EQ(state.claim_mail_slot(2), 0);
+  EXPECT_THROW(state.claim_mail_slot(5), Error);
+}
+
+}  // namespace
