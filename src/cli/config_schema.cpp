@@ -1,0 +1,66 @@
+// The DepBloom config schema: every key depbloom-train reads, declared once. TGL's
+// sections (sampling, memory, gnn, train) keep TGL's names and its TGN defaults;
+// data, eval and run are DepBloom's. docs/configs.md is generated from this list.
+#include "depbloom/cli/options.h"
+
+namespace depbloom::cli {
+
+void declare_depbloom_options(OptionRegistry& r) {
+  r.add_int("sampling.layer", 1, "temporal neighbourhood hops (GNN layers that sample)", 0);
+  r.add_int_list("sampling.neighbor", {10}, "neighbours sampled per hop, one value per hop", 1);
+  r.add_enum("sampling.strategy", "recent", {"recent", "uniform"},
+             "recent: the latest neighbours before the event; uniform: any earlier ones");
+  r.add_int("sampling.history", 1, "snapshots sampled per hop (1 for memory-based models)", 1);
+
+  r.add_enum("memory.type", "gru", {"gru", "rnn", "attention", "none"},
+             "node memory updater; none disables the memory (plain TGAT-style model)");
+  r.add_int("memory.dim_time", 100, "time-encoding width inside messages", 1);
+  r.add_int("memory.dim_out", 100, "node memory width", 1);
+  r.add_int("memory.mailbox_size", 1, "mails kept per node (1 for TGN/JODIE, >1 for APAN)", 1);
+  r.add_enum("memory.deliver_to", "self", {"self", "neighbors"},
+             "self: mail to the event's endpoints; neighbors: also to their neighbours (APAN)");
+
+  r.add_enum("gnn.arch", "transformer_attention",
+             {"transformer_attention", "identity", "jodie_projection"},
+             "embedding module on top of the memory");
+  r.add_int("gnn.layer", 1, "embedding layers (must not exceed sampling.layer)", 0);
+  r.add_int("gnn.att_head", 2, "attention heads", 1);
+  r.add_int("gnn.dim_time", 100, "time-encoding width in the embedding module", 1);
+  r.add_int("gnn.dim_out", 100, "embedding width", 1);
+
+  r.add_int("train.epoch", 3, "passes over the training events", 1);
+  r.add_int("train.batch_size", 600, "events per training batch", 1);
+  r.add_double("train.lr", 1e-4, "Adam learning rate");
+  r.add_double("train.dropout", 0.2, "dropout on hidden features");
+  r.add_double("train.att_dropout", 0.2, "dropout on attention weights");
+  r.add_double("train.weight_decay", 0, "L2 weight decay in Adam");
+  r.add_int("train.patience", 0, "epochs without validation gain before stopping; 0 never stops",
+            0);
+
+  r.add_string("data.path", "", "event stream file or folder; empty: the shipped WIKI stream");
+  r.add_enum("data.format", "auto", {"auto", "jodie", "tgn", "tgl", "snap", "konect", "csv"},
+             "file format; auto guesses it from the name and the first lines");
+  r.add_enum("data.protocol", "tgn", {"tgn", "tgl", "file"},
+             "train/val/test split: TGN's 70/15/15 by time, TGL's, or the one in the file");
+  r.add_bool("data.drop_self_loops", false, "drop events whose source is their destination");
+  r.add_bool("data.cache", true, "reuse the parsed binary cache beside the data");
+
+  r.add_int("eval.negatives", 1, "negative destinations scored per positive event", 1);
+  r.add_enum("eval.negative_strategy", "random", {"random", "historical", "inductive"},
+             "how negatives are drawn (random, seen edges, or edges unseen in training)");
+  r.add_int("eval.batch_size", 600, "events per evaluation batch", 1);
+
+  r.add_int("run.seed", 0, "random seed for parameters, sampling and negatives", 0);
+  r.add_string("run.device", "auto", "auto, cpu or cuda:N (auto: the first usable GPU, else CPU)");
+  r.add_int("run.threads", 0, "CPU threads; 0 uses all cores", 0);
+  r.add_string("run.out", "runs/<time>", "run folder for the config, logs and checkpoints");
+  r.add_int("run.log_every", 100, "batches between progress lines; 0 logs epochs only", 0);
+}
+
+OptionRegistry depbloom_options() {
+  OptionRegistry r;
+  declare_depbloom_options(r);
+  return r;
+}
+
+}  // namespace depbloom::cli
