@@ -22,10 +22,16 @@ void set_cpu_threads(int n) {
   openblas_set_num_threads(n);
 }
 
-int cpu_threads() { return omp_get_max_threads(); }
+int cpu_threads() {
+  return omp_get_max_threads();
+}
 
-void set_tf32(bool on) { g_tf32 = on; }
-bool tf32() { return g_tf32; }
+void set_tf32(bool on) {
+  g_tf32 = on;
+}
+bool tf32() {
+  return g_tf32;
+}
 
 #if DEPBLOOM_WITH_CUDA
 bool cuda_usable(std::string* why) {
@@ -56,7 +62,9 @@ bool cuda_usable(std::string* why) {
   if (why != nullptr) *why = "DepBloom was built without CUDA";
   return false;
 }
-int cuda_device_count() { return 0; }
+int cuda_device_count() {
+  return 0;
+}
 void synchronize(int /*device*/) {}
 #endif
 

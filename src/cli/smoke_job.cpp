@@ -26,7 +26,9 @@ struct GruParams {
   Tensor w_ih, b_ih, w_hh, b_hh, te_w, te_b;
 };
 
-int64_t param_count(int64_t h, int64_t m, int64_t t) { return 3 * h * m + 3 * h + 3 * h * h + 3 * h + 2 * t; }
+int64_t param_count(int64_t h, int64_t m, int64_t t) {
+  return 3 * h * m + 3 * h + 3 * h * h + 3 * h + 2 * t;
+}
 
 GruParams carve(const Tensor& flat, int64_t h, int64_t m, int64_t t) {
   auto* base = static_cast<float*>(flat.raw());
@@ -63,8 +65,8 @@ void init_params(const Tensor& flat, int64_t h, int64_t m, int64_t t, uint64_t s
   uniform_fill(w_hh_off, 3 * h * h, 1.0 / std::sqrt(static_cast<double>(h)));
   int64_t te_off = w_hh_off + 3 * h * h + 3 * h;
   for (int64_t i = 0; i < t; ++i)
-    host[static_cast<size_t>(te_off + i)] =
-        static_cast<float>(std::pow(10.0, -9.0 * static_cast<double>(i) / std::max<int64_t>(1, t - 1)));
+    host[static_cast<size_t>(te_off + i)] = static_cast<float>(
+        std::pow(10.0, -9.0 * static_cast<double>(i) / std::max<int64_t>(1, t - 1)));
   ops::copy(flat, Tensor::wrap(host.data(), flat.shape()));
 }
 
@@ -79,8 +81,9 @@ Tensor to_device(const Tensor& host, Arena& arena) {
 }  // namespace
 
 SmokeReport run_smoke_job(const SmokeOptions& o) {
-  data::EventStream stream = data::load_events(o.data_path);
+  data::EventStream stream = data::load_events(o.data_path, o.load);
   data::SplitSpec split_spec;
+  split_spec.protocol = o.protocol;
   split_spec.seed = o.seed;
   data::ChronoSplit split = data::make_split(stream, split_spec);
   spdlog::info("split ({}): {} train, {} val, {} test events; {} held-out nodes",
@@ -95,7 +98,8 @@ SmokeReport run_smoke_job(const SmokeOptions& o) {
   const int64_t N = stream.num_nodes;
   const Device dev = o.device;
   const int64_t P = param_count(H, M, T);
-  OwnedTensor params(DType::f32, Shape(P), dev), grads = OwnedTensor::zeros(DType::f32, Shape(P), dev);
+  OwnedTensor params(DType::f32, Shape(P), dev),
+      grads = OwnedTensor::zeros(DType::f32, Shape(P), dev);
   OwnedTensor adam_m = OwnedTensor::zeros(DType::f32, Shape(P), dev);
   OwnedTensor adam_v = OwnedTensor::zeros(DType::f32, Shape(P), dev);
   OwnedTensor memory = OwnedTensor::zeros(DType::f32, Shape(N, H), dev);
@@ -174,11 +178,14 @@ SmokeReport run_smoke_job(const SmokeOptions& o) {
         ops::bias_add(gh, w.b_hh);
         ops::gru_cell_forward(h_new, gates, gx, gh, mem_self);
         // Scores: <h_src, h_dst> for the positives, <h_src, m_neg> for the negatives.
-        Tensor hs = h_new.rows(0, b).reshape(Shape(b, 1, H)), hd = h_new.rows(b, 2 * b).reshape(Shape(b, 1, H));
+        Tensor hs = h_new.rows(0, b).reshape(Shape(b, 1, H)),
+               hd = h_new.rows(b, 2 * b).reshape(Shape(b, 1, H));
         Tensor mn = mem_neg.reshape(Shape(b, 1, H));
-        Tensor logits = arena.alloc(DType::f32, Shape(2 * b)), loss = arena.alloc(DType::f32, Shape(1));
+        Tensor logits = arena.alloc(DType::f32, Shape(2 * b)),
+               loss = arena.alloc(DType::f32, Shape(1));
         ops::gemm_batched(logits.rows(0, b).reshape(Shape(b, 1, 1)), hs, Trans::N, hd, Trans::T);
-        ops::gemm_batched(logits.rows(b, 2 * b).reshape(Shape(b, 1, 1)), hs, Trans::N, mn, Trans::T);
+        ops::gemm_batched(logits.rows(b, 2 * b).reshape(Shape(b, 1, 1)), hs, Trans::N, mn,
+                          Trans::T);
         Tensor tgt = Tensor(targets_dev.view().raw(), DType::f32, Shape(2 * b), dev);
         if (b < B) {  // the last, short batch: positives then negatives, b of each
           tgt = arena.alloc(DType::f32, Shape(2 * b));
@@ -193,13 +200,16 @@ SmokeReport run_smoke_job(const SmokeOptions& o) {
 
         Tensor dlogits = arena.alloc(DType::f32, Shape(2 * b));
         ops::bce_with_logits_backward(dlogits, logits, tgt, 1.0 / static_cast<double>(2 * b));
-        Tensor dpos = dlogits.rows(0, b).reshape(Shape(b, 1, 1)), dneg = dlogits.rows(b, 2 * b).reshape(Shape(b, 1, 1));
+        Tensor dpos = dlogits.rows(0, b).reshape(Shape(b, 1, 1)),
+               dneg = dlogits.rows(b, 2 * b).reshape(Shape(b, 1, 1));
         Tensor dh = arena.alloc(DType::f32, Shape(2 * b, H));
-        Tensor dhs = dh.rows(0, b).reshape(Shape(b, 1, H)), dhd = dh.rows(b, 2 * b).reshape(Shape(b, 1, H));
+        Tensor dhs = dh.rows(0, b).reshape(Shape(b, 1, H)),
+               dhd = dh.rows(b, 2 * b).reshape(Shape(b, 1, H));
         ops::gemm_batched(dhs, dpos, Trans::N, hd, Trans::N);
         ops::gemm_batched(dhs, dneg, Trans::N, mn, Trans::N, 1.0, 1.0);
         ops::gemm_batched(dhd, dpos, Trans::N, hs, Trans::N);
-        Tensor d_gx = arena.alloc(DType::f32, Shape(2 * b, 3 * H)), d_gh = arena.alloc(DType::f32, Shape(2 * b, 3 * H));
+        Tensor d_gx = arena.alloc(DType::f32, Shape(2 * b, 3 * H)),
+               d_gh = arena.alloc(DType::f32, Shape(2 * b, 3 * H));
         Tensor dh_direct = arena.alloc(DType::f32, Shape(2 * b, H));
         ops::gru_cell_backward(d_gx, d_gh, dh_direct, dh, gates, mem_self);
         ops::gemm(g.w_ih, d_gx, Trans::T, msg, Trans::N, 1.0, 1.0);
@@ -210,7 +220,8 @@ SmokeReport run_smoke_job(const SmokeOptions& o) {
         // message gradient is needed.
         Tensor d_msg = arena.alloc(DType::f32, Shape(2 * b, M));
         ops::gemm(d_msg, d_gx, Trans::N, w.w_ih, Trans::N);
-        Tensor d_mem = arena.alloc(DType::f32, Shape(2 * b, 2 * H)), d_te = arena.alloc(DType::f32, Shape(2 * b, T));
+        Tensor d_mem = arena.alloc(DType::f32, Shape(2 * b, 2 * H)),
+               d_te = arena.alloc(DType::f32, Shape(2 * b, T));
         ops::split_cols({d_mem, d_te}, d_msg);
         ops::time_encode_backward(g.te_w, g.te_b, d_te, dtt, w.te_w, w.te_b);
       }
@@ -238,7 +249,8 @@ SmokeReport run_smoke_job(const SmokeOptions& o) {
         }
         Tensor u = to_device(Tensor::wrap(uniq.data(), Shape(nu)), arena);
         Tensor up = to_device(Tensor::wrap(uniq_pos.data(), Shape(nu)), arena);
-        Tensor old_rows = arena.alloc(DType::f32, Shape(nu, H)), new_rows = arena.alloc(DType::f32, Shape(nu, H));
+        Tensor old_rows = arena.alloc(DType::f32, Shape(nu, H)),
+               new_rows = arena.alloc(DType::f32, Shape(nu, H));
         ops::gather_rows(old_rows, memory, u);
         ops::scale(old_rows, -1.0);
         ops::scatter_add_rows(memory, old_rows, u);
@@ -252,7 +264,8 @@ SmokeReport run_smoke_job(const SmokeOptions& o) {
   rep.seconds = total.seconds();
   size_t tenth = std::max<size_t>(1, losses.size() / 10);
   for (size_t i = 0; i < tenth; ++i) rep.first_loss += losses[i] / static_cast<double>(tenth);
-  for (size_t i = losses.size() - tenth; i < losses.size(); ++i) rep.last_loss += losses[i] / static_cast<double>(tenth);
+  for (size_t i = losses.size() - tenth; i < losses.size(); ++i)
+    rep.last_loss += losses[i] / static_cast<double>(tenth);
   return rep;
 }
 

@@ -6,7 +6,9 @@
 namespace depbloom {
 namespace {
 constexpr size_t kAlign = 256;
-size_t align_up(size_t n) { return (n + kAlign - 1) / kAlign * kAlign; }
+size_t align_up(size_t n) {
+  return (n + kAlign - 1) / kAlign * kAlign;
+}
 }  // namespace
 
 Arena::Arena(Device device, size_t initial_bytes) : device_(device) {

@@ -5,11 +5,16 @@ namespace depbloom {
 
 const char* dtype_name(DType t) {
   switch (t) {
-    case DType::f32: return "f32";
-    case DType::f64: return "f64";
-    case DType::i32: return "i32";
-    case DType::i64: return "i64";
-    case DType::u8: return "u8";
+    case DType::f32:
+      return "f32";
+    case DType::f64:
+      return "f64";
+    case DType::i32:
+      return "i32";
+    case DType::i64:
+      return "i64";
+    case DType::u8:
+      return "u8";
   }
   return "?";
 }
@@ -39,7 +44,8 @@ Tensor Tensor::rows(int64_t begin, int64_t end) const {
             "rows({}, {}) out of range for {}", begin, end, str());
   Shape s = shape_;
   s.dims[0] = end - begin;
-  auto* p = static_cast<char*>(data_) + static_cast<size_t>(begin * row_size()) * dtype_size(dtype_);
+  auto* p =
+      static_cast<char*>(data_) + static_cast<size_t>(begin * row_size()) * dtype_size(dtype_);
   return Tensor(p, dtype_, s, device_);
 }
 

@@ -8,11 +8,15 @@
 #include <string>
 
 #include "depbloom/core/tensor.h"
+#include "depbloom/data/loader.h"
+#include "depbloom/data/split.h"
 
 namespace depbloom::cli {
 
 struct SmokeOptions {
   std::string data_path;
+  data::LoadOptions load;
+  data::SplitProtocol protocol = data::SplitProtocol::tgn;
   Device device = Device::cpu();
   int64_t batch = 600;
   int64_t memory_dim = 100;

@@ -41,14 +41,14 @@ int exit_code(ErrorKind kind);
 }  // namespace depbloom
 
 // Always-on precondition check (kept in Release builds). The message is a fmt format string.
-#define DB_ASSERT(cond, ...)                                                          \
-  do {                                                                                \
-    if (!(cond)) [[unlikely]]                                                         \
+#define DB_ASSERT(cond, ...)                                                             \
+  do {                                                                                   \
+    if (!(cond)) [[unlikely]]                                                            \
       ::depbloom::throw_error(::depbloom::ErrorKind::runtime, __FILE__, __LINE__, #cond, \
-                              ::fmt::format(__VA_ARGS__));                            \
+                              ::fmt::format(__VA_ARGS__));                               \
   } while (0)
 
 // Raise an error of a given kind with a formatted message.
-#define DB_THROW(kind, ...) \
+#define DB_THROW(kind, ...)                                                         \
   ::depbloom::throw_error(::depbloom::ErrorKind::kind, __FILE__, __LINE__, nullptr, \
                           ::fmt::format(__VA_ARGS__))

@@ -1,6 +1,7 @@
 // RAII owners of memory: Buffer (bytes on the host or a CUDA device, move-only, counted)
-// and OwnedTensor (a Buffer plus the Tensor view over it). Host memory is 256-byte aligned (as cudaMalloc).
-// Device memory goes through device_memory.h so that this header needs no CUDA include.
+// and OwnedTensor (a Buffer plus the Tensor view over it). Host memory is 256-byte aligned (as
+// cudaMalloc). Device memory goes through device_memory.h so that this header needs no CUDA
+// include.
 #pragma once
 
 #include <atomic>
@@ -49,7 +50,9 @@ class OwnedTensor {
   const Tensor& view() const { return view_; }
   operator const Tensor&() const { return view_; }  // NOLINT: owners pass where views go
   template <class T>
-  T* data() const { return view_.data<T>(); }
+  T* data() const {
+    return view_.data<T>();
+  }
   const Shape& shape() const { return view_.shape(); }
   int64_t numel() const { return view_.numel(); }
   DType dtype() const { return view_.dtype(); }

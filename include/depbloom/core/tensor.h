@@ -17,24 +17,49 @@ enum class DType : uint8_t { f32, f64, i32, i64, u8 };
 
 constexpr size_t dtype_size(DType t) {
   switch (t) {
-    case DType::f32: return 4;
-    case DType::f64: return 8;
-    case DType::i32: return 4;
-    case DType::i64: return 8;
-    case DType::u8: return 1;
+    case DType::f32:
+      return 4;
+    case DType::f64:
+      return 8;
+    case DType::i32:
+      return 4;
+    case DType::i64:
+      return 8;
+    case DType::u8:
+      return 1;
   }
   return 0;
 }
 const char* dtype_name(DType t);
-constexpr bool is_floating(DType t) { return t == DType::f32 || t == DType::f64; }
-constexpr bool is_index(DType t) { return t == DType::i32 || t == DType::i64; }
+constexpr bool is_floating(DType t) {
+  return t == DType::f32 || t == DType::f64;
+}
+constexpr bool is_index(DType t) {
+  return t == DType::i32 || t == DType::i64;
+}
 
-template <class T> struct DTypeOf;
-template <> struct DTypeOf<float> { static constexpr DType value = DType::f32; };
-template <> struct DTypeOf<double> { static constexpr DType value = DType::f64; };
-template <> struct DTypeOf<int32_t> { static constexpr DType value = DType::i32; };
-template <> struct DTypeOf<int64_t> { static constexpr DType value = DType::i64; };
-template <> struct DTypeOf<uint8_t> { static constexpr DType value = DType::u8; };
+template <class T>
+struct DTypeOf;
+template <>
+struct DTypeOf<float> {
+  static constexpr DType value = DType::f32;
+};
+template <>
+struct DTypeOf<double> {
+  static constexpr DType value = DType::f64;
+};
+template <>
+struct DTypeOf<int32_t> {
+  static constexpr DType value = DType::i32;
+};
+template <>
+struct DTypeOf<int64_t> {
+  static constexpr DType value = DType::i64;
+};
+template <>
+struct DTypeOf<uint8_t> {
+  static constexpr DType value = DType::u8;
+};
 
 enum class DeviceType : uint8_t { cpu, cuda };
 

@@ -4,4 +4,6 @@
 
 #include "depbloom/cli/app.h"
 
-int main(int argc, char** argv) { return depbloom::cli::run_train(argc, argv); }
+int main(int argc, char** argv) {
+  return depbloom::cli::run_train(argc, argv);
+}

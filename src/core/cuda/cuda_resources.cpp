@@ -7,7 +7,9 @@
 
 namespace depbloom {
 
-const char* cublas_status_name(cublasStatus_t s) { return cublasGetStatusName(s); }
+const char* cublas_status_name(cublasStatus_t s) {
+  return cublasGetStatusName(s);
+}
 
 namespace {
 void log_cuda_failure(const char* what, cudaError_t e) noexcept {
@@ -32,7 +34,9 @@ CudaStream& CudaStream::operator=(CudaStream&& o) noexcept {
   }
   return *this;
 }
-void CudaStream::synchronize() const { DB_CHECK_CUDA(cudaStreamSynchronize(s_)); }
+void CudaStream::synchronize() const {
+  DB_CHECK_CUDA(cudaStreamSynchronize(s_));
+}
 
 CudaEvent::CudaEvent(bool timing) {
   DB_CHECK_CUDA(cudaEventCreateWithFlags(&e_, timing ? cudaEventDefault : cudaEventDisableTiming));
@@ -49,8 +53,12 @@ CudaEvent& CudaEvent::operator=(CudaEvent&& o) noexcept {
   }
   return *this;
 }
-void CudaEvent::record(cudaStream_t s) const { DB_CHECK_CUDA(cudaEventRecord(e_, s)); }
-void CudaEvent::wait_on(cudaStream_t s) const { DB_CHECK_CUDA(cudaStreamWaitEvent(s, e_, 0)); }
+void CudaEvent::record(cudaStream_t s) const {
+  DB_CHECK_CUDA(cudaEventRecord(e_, s));
+}
+void CudaEvent::wait_on(cudaStream_t s) const {
+  DB_CHECK_CUDA(cudaStreamWaitEvent(s, e_, 0));
+}
 
 CublasHandle::CublasHandle(int device) {
   DB_CHECK_CUDA(cudaSetDevice(device));
@@ -67,7 +75,9 @@ CublasHandle& CublasHandle::operator=(CublasHandle&& o) noexcept {
   return *this;
 }
 
-bool built_with_cuda() { return true; }
+bool built_with_cuda() {
+  return true;
+}
 
 void* device_malloc(size_t bytes, int device) {
   void* p = nullptr;
@@ -83,7 +93,7 @@ void device_free(void* p, int device) noexcept {
 }
 
 void device_memcpy(void* dst, const void* src, size_t bytes, int kind) {
-  cudaMemcpyKind k = kind == 0 ? cudaMemcpyHostToDevice
+  cudaMemcpyKind k = kind == 0   ? cudaMemcpyHostToDevice
                      : kind == 1 ? cudaMemcpyDeviceToHost
                                  : cudaMemcpyDeviceToDevice;
   DB_CHECK_CUDA(cudaMemcpy(dst, src, bytes, k));

@@ -4,7 +4,9 @@
 
 namespace depbloom {
 
-bool built_with_cuda() { return false; }
+bool built_with_cuda() {
+  return false;
+}
 
 void* device_malloc(size_t bytes, int device) {
   DB_THROW(runtime, "cannot allocate {} bytes on cuda:{}: DepBloom was built without CUDA", bytes,
@@ -14,7 +16,8 @@ void* device_malloc(size_t bytes, int device) {
 void device_free(void* /*p*/, int /*device*/) noexcept {}
 
 void device_memcpy(void* /*dst*/, const void* /*src*/, size_t bytes, int /*kind*/) {
-  DB_THROW(runtime, "cannot copy {} bytes to or from a GPU: DepBloom was built without CUDA", bytes);
+  DB_THROW(runtime, "cannot copy {} bytes to or from a GPU: DepBloom was built without CUDA",
+           bytes);
 }
 
 }  // namespace depbloom
