@@ -8,12 +8,10 @@
 
 namespace depbloom::ops::cpu {
 
-
-
 // ---- BLAS -------------------------------------------------------------------------------
 // c [M,N] = alpha * op(a) op(b) + beta * c; op(a) [M,K], op(b) [K,N]. f32 or f64.
-void gemm(const Tensor& c, const Tensor& a, Trans ta, const Tensor& b, Trans tb,
-          double alpha, double beta);
+void gemm(const Tensor& c, const Tensor& a, Trans ta, const Tensor& b, Trans tb, double alpha,
+          double beta);
 // Strided batched: c [S,M,N], a [S,..], b [S,..]: one gemm per leading index s.
 void gemm_batched(const Tensor& c, const Tensor& a, Trans ta, const Tensor& b, Trans tb,
                   double alpha, double beta);
@@ -29,8 +27,7 @@ void bias_grad(const Tensor& dbias, const Tensor& dy);
 void act_forward(Act act, const Tensor& y, const Tensor& x, double slope);
 // dx = dy * act'(.) computed from the forward OUTPUT y (valid for all four: relu and
 // leaky_relu keep the sign, sigmoid and tanh have derivatives in y). dx may alias dy.
-void act_backward(Act act, const Tensor& dx, const Tensor& dy, const Tensor& y,
-                  double slope);
+void act_backward(Act act, const Tensor& dx, const Tensor& dy, const Tensor& y, double slope);
 
 // ---- recurrent cells --------------------------------------------------------------------
 // Fused GRU cell with PyTorch's equations, gate order (r, z, n):
@@ -38,8 +35,8 @@ void act_backward(Act act, const Tensor& dx, const Tensor& dy, const Tensor& y,
 //   h_new = (1 - z) * n + z * h
 // where gx = x W_ih^T + b_ih and gh = h W_hh^T + b_hh are computed by gemm + bias_add.
 // h_new [B,H]; gates [B,4H] saved for backward as (r, z, n, gh_n); gx, gh [B,3H]; h [B,H].
-void gru_cell_forward(const Tensor& h_new, const Tensor& gates, const Tensor& gx,
-                      const Tensor& gh, const Tensor& h);
+void gru_cell_forward(const Tensor& h_new, const Tensor& gates, const Tensor& gx, const Tensor& gh,
+                      const Tensor& h);
 // d_gx, d_gh [B,3H] and dh [B,H] overwrite. dh is the gradient through the direct z*h path
 // only; the caller adds d_gh W_hh for the full gradient of h.
 void gru_cell_backward(const Tensor& d_gx, const Tensor& d_gh, const Tensor& dh,
@@ -54,8 +51,8 @@ void rnn_cell_backward(const Tensor& d_pre, const Tensor& dh_new, const Tensor& 
 // out [R,D] = cos(dt [R] * w [D] + b [D]). dt has the dtype of out.
 void time_encode_forward(const Tensor& out, const Tensor& dt, const Tensor& w, const Tensor& b);
 // dw [D], db [D] accumulate; dt gets no gradient (it is data).
-void time_encode_backward(const Tensor& dw, const Tensor& db, const Tensor& dout,
-                          const Tensor& dt, const Tensor& w, const Tensor& b);
+void time_encode_backward(const Tensor& dw, const Tensor& db, const Tensor& dout, const Tensor& dt,
+                          const Tensor& w, const Tensor& b);
 
 // ---- masked softmax over k neighbour slots ----------------------------------------------
 // y, x [R,K]; mask [R,K] u8, 1 = valid slot. Masked slots get 0; a row with no valid slot
@@ -70,13 +67,11 @@ void masked_softmax_backward(const Tensor& dx, const Tensor& dy, const Tensor& y
 //   a = masked_softmax(s), out_h = sum_j a_j v_jh.
 // out [R,H*D]; attn [R,H,K] keeps a for backward. A row with no valid slot outputs 0.
 void attention_forward(const Tensor& out, const Tensor& attn, const Tensor& q, const Tensor& k,
-                       const Tensor& v, const Tensor& mask, int heads, double scale,
-                       double slope);
+                       const Tensor& v, const Tensor& mask, int heads, double scale, double slope);
 // dq [R,H*D], dk, dv [R,K,H*D] overwrite.
-void attention_backward(const Tensor& dq, const Tensor& dk, const Tensor& dv,
-                        const Tensor& dout, const Tensor& attn, const Tensor& q,
-                        const Tensor& k, const Tensor& v, const Tensor& mask, int heads,
-                        double scale, double slope);
+void attention_backward(const Tensor& dq, const Tensor& dk, const Tensor& dv, const Tensor& dout,
+                        const Tensor& attn, const Tensor& q, const Tensor& k, const Tensor& v,
+                        const Tensor& mask, int heads, double scale, double slope);
 
 // ---- layer norm over the last dimension -------------------------------------------------
 // y, x [R,D]; gamma, beta [D]; mean, rstd [R] saved for backward (dtype of x).
@@ -84,8 +79,8 @@ void layer_norm_forward(const Tensor& y, const Tensor& mean, const Tensor& rstd,
                         const Tensor& gamma, const Tensor& beta, double eps);
 // dx [R,D] overwrite; dgamma, dbeta [D] accumulate.
 void layer_norm_backward(const Tensor& dx, const Tensor& dgamma, const Tensor& dbeta,
-                         const Tensor& dy, const Tensor& x, const Tensor& mean,
-                         const Tensor& rstd, const Tensor& gamma);
+                         const Tensor& dy, const Tensor& x, const Tensor& mean, const Tensor& rstd,
+                         const Tensor& gamma);
 
 // ---- dropout ----------------------------------------------------------------------------
 // y = x * keep / (1 - p); keep [same numel] u8. Element e of row r (row = e / row_size)
@@ -103,8 +98,7 @@ void gather_rows(const Tensor& out, const Tensor& src, const Tensor& idx);
 // dst [N,W] row idx[i] += src [n,W] row i (accumulates; negative indices skipped).
 // deterministic = true gives results independent of thread count and scheduling (the
 // CPU is always deterministic; on CUDA it sorts instead of using atomics).
-void scatter_add_rows(const Tensor& dst, const Tensor& src, const Tensor& idx,
-                      bool deterministic);
+void scatter_add_rows(const Tensor& dst, const Tensor& src, const Tensor& idx, bool deterministic);
 
 // ---- row-wise concat / split ------------------------------------------------------------
 // out [R, W0+W1+...] = [p0 | p1 | ...] with parts [R, Wi] (1-D parts count as [R,1]).
@@ -116,8 +110,8 @@ void split_cols(std::initializer_list<Tensor> parts, const Tensor& in);
 // loss [1] = mean_i ( max(x,0) - x*y + log(1 + exp(-|x|)) ); logits, targets [n].
 void bce_with_logits_forward(const Tensor& loss, const Tensor& logits, const Tensor& targets);
 // dlogits [n] = (sigmoid(x) - y) * scale (overwrite); scale = dloss / n for the mean.
-void bce_with_logits_backward(const Tensor& dlogits, const Tensor& logits,
-                              const Tensor& targets, double scale);
+void bce_with_logits_backward(const Tensor& dlogits, const Tensor& logits, const Tensor& targets,
+                              double scale);
 
 // ---- optimiser --------------------------------------------------------------------------
 // One fused Adam step over flat buffers params, grads, m, v [P]; step counts from 1
@@ -138,6 +132,5 @@ void mul(const Tensor& out, const Tensor& a, const Tensor& b);
 void sum(const Tensor& out, const Tensor& x);
 // out [1] = sum of squares of x (for gradient norms).
 void sum_squares(const Tensor& out, const Tensor& x);
-
 
 }  // namespace depbloom::ops::cpu

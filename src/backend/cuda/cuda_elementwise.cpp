@@ -102,8 +102,8 @@ void axpy(const Tensor& y, double alpha, const Tensor& x) {
 
 void mul(const Tensor& out, const Tensor& a, const Tensor& b) {
   cudaStream_t stream = backend::enter_device(device_of(out));
-  DB_CHECK_CUDA(kernels::mul(out.data<float>(), a.data<float>(), b.data<float>(), out.numel(),
-                             stream));
+  DB_CHECK_CUDA(
+      kernels::mul(out.data<float>(), a.data<float>(), b.data<float>(), out.numel(), stream));
 }
 
 void scale(const Tensor& x, double alpha) {
