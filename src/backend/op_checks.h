@@ -16,13 +16,6 @@
 
 namespace depbloom::ops::detail {
 
-// Elements per leading index (Tensor::row_size() divides by dim(0), so not for 0 rows).
-inline int64_t row_width(const Tensor& t) {
-  int64_t w = 1;
-  for (int i = 1; i < t.rank(); ++i) w *= t.dim(i);
-  return w;
-}
-
 inline void require_defined(const char* op, const char* name, const Tensor& t) {
   DB_ASSERT(t.defined(), "{}: {} has no data ({})", op, name, t.str());
 }

@@ -17,9 +17,8 @@ void check_row_index(const char* op, const char* rows_name, const Tensor& rows,
   detail::require_same_dtype(op, rows_name, rows, table_name, table);
   DB_ASSERT(rows.dim(0) == idx.numel(), "{}: {} {} needs one row per index of idx {}", op,
             rows_name, rows.str(), idx.str());
-  DB_ASSERT(detail::row_width(rows) == detail::row_width(table),
-            "{}: rows of {} {} and {} {} differ in width", op, rows_name, rows.str(), table_name,
-            table.str());
+  DB_ASSERT(rows.row_size() == table.row_size(), "{}: rows of {} {} and {} {} differ in width", op,
+            rows_name, rows.str(), table_name, table.str());
 }
 
 // Parts [R, Wi] (1-D parts count as [R, 1]) against the whole [R, sum Wi].

@@ -122,7 +122,8 @@ SmokeReport run_smoke_job(const SmokeOptions& o) {
 
   SmokeReport rep;
   Stopwatch total;
-  std::vector<double> losses;
+  std::vector<double> losses;  // one per batch, reserved so the loop never grows it
+  losses.reserve(static_cast<size_t>(o.epochs) * (split.train.size() / static_cast<size_t>(B) + 1));
   int64_t step = 0;
   const auto& train = split.train;
   for (int epoch = 0; epoch < o.epochs; ++epoch) {

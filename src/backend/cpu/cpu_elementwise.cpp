@@ -80,7 +80,7 @@ void dropout_forward(const Tensor& y, const Tensor& keep, const Tensor& x, doubl
                      const RngKey& key, uint64_t first_row) {
   const int64_t n = x.numel();
   if (n == 0) return;
-  const int64_t width = row_width(x);
+  const int64_t width = x.row_size();
   const int64_t rows = n / width;
   uint8_t* pk = keep.data<uint8_t>();
   visit_float(x.dtype(), [&](auto zero) {

@@ -40,13 +40,6 @@ decltype(auto) visit_any(DType dtype, Fn&& fn) {
   return fn(float{});
 }
 
-// Elements per leading index; safe for tensors with zero rows.
-inline int64_t row_width(const Tensor& t) {
-  int64_t w = 1;
-  for (int i = 1; i < t.rank(); ++i) w *= t.dim(i);
-  return w;
-}
-
 // Below this much work (in rough flops) a parallel region costs more than it saves.
 constexpr int64_t kMinParallelWork = int64_t{1} << 15;
 

@@ -37,7 +37,7 @@ constexpr int64_t kScatterColumnGrain = 16;
 
 void gather_rows(const Tensor& out, const Tensor& src, const Tensor& idx) {
   const int64_t n = idx.numel(), rows = src.dim(0);
-  const size_t row_bytes = static_cast<size_t>(row_width(src)) * dtype_size(src.dtype());
+  const size_t row_bytes = static_cast<size_t>(src.row_size()) * dtype_size(src.dtype());
   const auto* psrc = static_cast<const char*>(src.raw());
   auto* pout = static_cast<char*>(out.raw());
   visit_index(idx.dtype(), [&](auto index_zero) {
@@ -60,7 +60,7 @@ void gather_rows(const Tensor& out, const Tensor& src, const Tensor& idx) {
 
 void scatter_add_rows(const Tensor& dst, const Tensor& src, const Tensor& idx,
                       bool /*deterministic: always on the CPU*/) {
-  const int64_t n = idx.numel(), rows = dst.dim(0), width = row_width(dst);
+  const int64_t n = idx.numel(), rows = dst.dim(0), width = dst.row_size();
   if (n == 0 || width == 0) return;
   visit_index(idx.dtype(), [&](auto index_zero) {
     using I = decltype(index_zero);

@@ -16,13 +16,6 @@ int device_of(const Tensor& t) {
   return t.device().index;
 }
 
-// Elements per leading index (the dropout "row"); 1 for 0-D and 1-D tensors.
-int64_t row_width(const Tensor& t) {
-  int64_t w = 1;
-  for (int i = 1; i < t.rank(); ++i) w *= t.dim(i);
-  return w;
-}
-
 kernels::ActKind act_kind(Act act) {
   switch (act) {
     case Act::relu:
@@ -172,7 +165,7 @@ void dropout_forward(const Tensor& y, const Tensor& keep, const Tensor& x, doubl
   cudaStream_t stream = backend::enter_device(device_of(y));
   const auto inv_keep = static_cast<float>(1.0 / (1.0 - p));
   DB_CHECK_CUDA(kernels::dropout_forward(y.data<float>(), keep.data<uint8_t>(), x.data<float>(),
-                                         x.numel(), row_width(x), p, inv_keep, key, first_row,
+                                         x.numel(), x.row_size(), p, inv_keep, key, first_row,
                                          stream));
 }
 

@@ -17,13 +17,6 @@ int device_of(const Tensor& t) {
   return t.device().index;
 }
 
-// Elements per leading index. Not Tensor::row_size(), which divides by dim(0) (0 rows).
-int64_t row_width(const Tensor& t) {
-  int64_t w = 1;
-  for (int i = 1; i < t.rank(); ++i) w *= t.dim(i);
-  return w;
-}
-
 // Calls fn(pointer) with idx's data as const int32_t* or const int64_t*.
 template <class Fn>
 void with_index(const Tensor& idx, Fn&& fn) {
@@ -46,7 +39,7 @@ void for_column_parts(std::initializer_list<Tensor> parts, Launch&& launch) {
   int count = 0;
   int64_t offset = 0;
   for (const Tensor& p : parts) {
-    const int64_t width = row_width(p);
+    const int64_t width = p.row_size();
     group[static_cast<size_t>(count++)] = kernels::ColumnPart{p.data<float>(), width, offset};
     offset += width;
     if (count == kernels::kMaxColumnParts) {
@@ -122,7 +115,7 @@ void layer_norm_backward(const Tensor& dx, const Tensor& dgamma, const Tensor& d
 void gather_rows(const Tensor& out, const Tensor& src, const Tensor& idx) {
   cudaStream_t stream = backend::enter_device(device_of(out));
   const int64_t n = idx.numel();
-  const int64_t width = row_width(src);
+  const int64_t width = src.row_size();
   with_index(idx, [&](auto* index) {
     DB_CHECK_CUDA(kernels::gather_rows(out.data<float>(), src.data<float>(), index, n, width,
                                        src.dim(0), stream));
@@ -132,7 +125,7 @@ void gather_rows(const Tensor& out, const Tensor& src, const Tensor& idx) {
 void scatter_add_rows(const Tensor& dst, const Tensor& src, const Tensor& idx, bool deterministic) {
   const int device = device_of(dst);
   const int64_t n = idx.numel();
-  const int64_t width = row_width(dst);
+  const int64_t width = dst.row_size();
   const int64_t dst_rows = dst.dim(0);
   cudaStream_t stream = backend::enter_device(device);
   if (!deterministic) {
@@ -160,7 +153,7 @@ void concat_cols(const Tensor& out, std::initializer_list<Tensor> parts) {
   if (out.empty()) return;
   cudaStream_t stream = backend::enter_device(device_of(out));
   const int64_t rows = out.dim(0);
-  const int64_t total = row_width(out);
+  const int64_t total = out.row_size();
   for_column_parts(parts, [&](const kernels::ColumnPart* group, int count) {
     DB_CHECK_CUDA(kernels::concat_cols(out.data<float>(), rows, total, group, count, stream));
   });
@@ -170,7 +163,7 @@ void split_cols(std::initializer_list<Tensor> parts, const Tensor& in) {
   if (in.empty()) return;
   cudaStream_t stream = backend::enter_device(device_of(in));
   const int64_t rows = in.dim(0);
-  const int64_t total = row_width(in);
+  const int64_t total = in.row_size();
   for_column_parts(parts, [&](const kernels::ColumnPart* group, int count) {
     DB_CHECK_CUDA(kernels::split_cols(group, count, in.data<float>(), rows, total, stream));
   });
