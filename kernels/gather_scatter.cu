@@ -1,6 +1,7 @@
-// Row gather, atomic row scatter-add, and column concat/split. Blocks of 32 x 8 threads:
-// each threadIdx.y takes a row, its 32 lanes stride over the columns, so every row is read
-// and written in coalesced 128-byte pieces and each index is loaded once per row.
+// Row gather, atomic row scatter-add, row scatter, and column concat/split. Blocks of
+// 32 x 8 threads: each threadIdx.y takes a row, its 32 lanes stride over the columns, so
+// every row is read and written in coalesced 128-byte pieces and each index is loaded
+// once per row.
 #include "gather_scatter.cuh"
 
 #include "detail/launch.cuh"
@@ -48,6 +49,20 @@ __global__ void scatter_add_atomic_kernel(float* dst, const float* src, const In
   }
 }
 
+// Overwrite: distinct indices by contract, so no atomics; with duplicates the last store to
+// reach memory wins (unspecified).
+template <class Index>
+__global__ void scatter_rows_kernel(float* dst, const float* src, const Index* idx, int64_t n,
+                                    int64_t width, int64_t dst_rows) {
+  for (int64_t i = first_row(); i < n; i += row_stride()) {
+    const auto row = static_cast<int64_t>(idx[i]);
+    if (row < 0 || row >= dst_rows) continue;
+    float* d = dst + row * width;
+    const float* s = src + i * width;
+    for (int64_t c = threadIdx.x; c < width; c += kWarp) d[c] = s[c];
+  }
+}
+
 // Up to kMaxColumnParts parts travel by value in the kernel parameters; blockIdx.y picks one.
 struct PartList {
   ColumnPart part[kMaxColumnParts];
@@ -89,6 +104,15 @@ cudaError_t launch_scatter_atomic(float* dst, const float* src, const Index* idx
   return cudaGetLastError();
 }
 
+template <class Index>
+cudaError_t launch_scatter(float* dst, const float* src, const Index* idx, int64_t n, int64_t width,
+                           int64_t dst_rows, cudaStream_t stream) {
+  if (n <= 0 || width <= 0) return cudaSuccess;
+  scatter_rows_kernel<<<grid_for(n, kRowsPerBlock), kRowBlock, 0, stream>>>(dst, src, idx, n, width,
+                                                                            dst_rows);
+  return cudaGetLastError();
+}
+
 bool fill_part_list(PartList& list, const ColumnPart* parts, int count) {
   if (count < 0 || count > kMaxColumnParts) return false;
   for (int i = 0; i < kMaxColumnParts; ++i) list.part[i] = i < count ? parts[i] : ColumnPart{};
@@ -113,6 +137,15 @@ cudaError_t scatter_add_rows_atomic(float* dst, const float* src, const int32_t*
 cudaError_t scatter_add_rows_atomic(float* dst, const float* src, const int64_t* idx, int64_t n,
                                     int64_t width, int64_t dst_rows, cudaStream_t stream) {
   return launch_scatter_atomic(dst, src, idx, n, width, dst_rows, stream);
+}
+
+cudaError_t scatter_rows(float* dst, const float* src, const int32_t* idx, int64_t n, int64_t width,
+                         int64_t dst_rows, cudaStream_t stream) {
+  return launch_scatter(dst, src, idx, n, width, dst_rows, stream);
+}
+cudaError_t scatter_rows(float* dst, const float* src, const int64_t* idx, int64_t n, int64_t width,
+                         int64_t dst_rows, cudaStream_t stream) {
+  return launch_scatter(dst, src, idx, n, width, dst_rows, stream);
 }
 
 cudaError_t concat_cols(float* whole, int64_t rows, int64_t total_width, const ColumnPart* parts,

@@ -36,6 +36,13 @@ cudaError_t scatter_add_rows_sorted(float* dst, const float* src, const int64_t*
                                     int64_t width, int64_t dst_rows, void* workspace,
                                     size_t workspace_bytes, cudaStream_t stream);
 
+// dst [dst_rows, width] row idx[i] = src [n, width] row i (overwrite). Negative or
+// out-of-range indices are skipped; with duplicate indices an unspecified source wins.
+cudaError_t scatter_rows(float* dst, const float* src, const int32_t* idx, int64_t n, int64_t width,
+                         int64_t dst_rows, cudaStream_t stream);
+cudaError_t scatter_rows(float* dst, const float* src, const int64_t* idx, int64_t n, int64_t width,
+                         int64_t dst_rows, cudaStream_t stream);
+
 // One block of columns of a concat/split: `data` is a [rows, width] part placed at column
 // `offset` of the [rows, total_width] whole.
 struct ColumnPart {

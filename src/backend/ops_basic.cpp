@@ -1,4 +1,4 @@
-// Dispatch layer for data movement and reductions: gather/scatter of rows, column concat
+// Dispatch layer for data movement and reductions: gather/scatter(-add) of rows, column concat
 // and split, fill, copy (also across devices), sum and sum of squares. Pure data movement
 // takes any dtype on the CPU; on a GPU every op but copy is float32 only.
 #include <string>
@@ -56,6 +56,14 @@ void scatter_add_rows(const Tensor& dst, const Tensor& src, const Tensor& idx, b
   detail::require_float(op, "dst", dst);
   check_row_index(op, "src", src, "dst", dst, idx);
   DB_DISPATCH_OP(scatter_add_rows, dst.device(), dst.dtype(), dst, src, idx, deterministic);
+}
+
+void scatter_rows(const Tensor& dst, const Tensor& src, const Tensor& idx) {
+  const char* op = "scatter_rows";
+  detail::common_device(op, dst, src, idx);
+  detail::require_float(op, "dst", dst);
+  check_row_index(op, "src", src, "dst", dst, idx);
+  DB_DISPATCH_OP(scatter_rows, dst.device(), dst.dtype(), dst, src, idx);
 }
 
 void concat_cols(const Tensor& out, std::initializer_list<Tensor> parts) {

@@ -1,6 +1,7 @@
 // GPU suite, data movement, loss, optimiser and basic ops: gather/scatter (deterministic
-// scatter bitwise repeatable), concat/split, BCE, Adam and fill/copy/axpy/scale/sum/
-// sum_squares on cuda:0 against the CPU ops. Every test skips without a usable GPU.
+// scatter bitwise repeatable), scatter_rows (overwrite, distinct indices), concat/split,
+// BCE, Adam and fill/copy/axpy/scale/sum/sum_squares on cuda:0 against the CPU ops. Every
+// test skips without a usable GPU.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -43,6 +44,44 @@ TEST_F(GpuRows, GatherAndScatter) {
   gather_scatter_case<int64_t>(rng, 7, 33, 257);
   gather_scatter_case<int32_t>(rng, 257, 7, 100);
   gather_scatter_case<int64_t>(rng, 100, 257, 33);
+}
+
+// Distinct indices in [0, N) with about one in seven -1; -1 once the N rows are used up.
+template <class I>
+Both<I> distinct_indices(Rand& rng, int64_t n, int64_t N) {
+  std::vector<int64_t> perm(static_cast<size_t>(N));
+  for (int64_t r = 0; r < N; ++r) perm[static_cast<size_t>(r)] = r;
+  for (int64_t r = N - 1; r > 0; --r) std::swap(perm[r], perm[rng.below(r + 1)]);
+  Guarded<I> idx{Shape(n)};
+  size_t next = 0;
+  for (int64_t i = 0; i < n; ++i)
+    idx[i] = static_cast<I>(rng.below(7) == 0 || next == perm.size() ? -1 : perm[next++]);
+  return Both<I>(std::move(idx));
+}
+
+// dst starts random on both sides; rows not named by idx must keep their values. A copy is
+// exact, so the CUDA result must equal the CPU one bit for bit. W == 0 means 1-D tensors.
+template <class I>
+void scatter_rows_case(Rand& rng, int64_t N, int64_t W, int64_t n) {
+  SCOPED_TRACE(testing::Message() << "N " << N << " W " << W << " n " << n << " index bytes "
+                                  << sizeof(I));
+  const int64_t width = W == 0 ? 1 : W;
+  Both<I> idx = distinct_indices<I>(rng, n, N);
+  F src(W == 0 ? Shape(n) : Shape(n, W), rng.vec(n * width));
+  F dst(W == 0 ? Shape(N) : Shape(N, W), rng.vec(N * width));
+  ops::scatter_rows(dst.cpu, src.cpu, idx.cpu);
+  ops::scatter_rows(dst.gpu, src.gpu, idx.gpu);
+  EXPECT_TRUE(dst.matches_bitwise());
+}
+
+TEST_F(GpuRows, ScatterRows) {
+  Rand rng(3206);
+  scatter_rows_case<int32_t>(rng, 1, 1, 1);
+  scatter_rows_case<int64_t>(rng, 7, 33, 257);
+  scatter_rows_case<int32_t>(rng, 257, 7, 100);
+  scatter_rows_case<int64_t>(rng, 100, 257, 33);
+  scatter_rows_case<int32_t>(rng, 33, 0, 257);  // 1-D
+  scatter_rows_case<int64_t>(rng, 20000, 64, 15000);
 }
 
 // deterministic = true sorts instead of using atomics: two runs give the same bits.

@@ -113,6 +113,12 @@ void gather_rows(const Tensor& out, const Tensor& src, const Tensor& idx);
 // CPU is always deterministic; on CUDA it sorts instead of using atomics).
 void scatter_add_rows(const Tensor& dst, const Tensor& src, const Tensor& idx,
                       bool deterministic = true);
+// dst [N,W] row idx[i] = src [n,W] row i (overwrite; other rows of dst keep their values);
+// idx [n] i32 or i64; negative indices are skipped; an index >= N is an error (checked on
+// the CPU). 1-D dst/src count as [N,1]/[n,1]. The caller guarantees that the non-negative
+// indices are distinct: with duplicates the CPU keeps the last source row, CUDA an
+// unspecified one. f32/f64 on the CPU, f32 on CUDA.
+void scatter_rows(const Tensor& dst, const Tensor& src, const Tensor& idx);
 
 // ---- row-wise concat / split ------------------------------------------------------------
 // out [R, W0+W1+...] = [p0 | p1 | ...] with parts [R, Wi] (1-D parts count as [R,1]).

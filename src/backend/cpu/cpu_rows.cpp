@@ -1,6 +1,6 @@
 // CPU row movement: gather of rows by index (negative = zero row), deterministic scatter-add
-// of rows, and column-wise concat/split. Indices are validated before any row moves, so a
-// bad index throws with nothing half-written by worker threads.
+// and scatter (overwrite) of rows, and column-wise concat/split. Indices are validated
+// before any row moves, so a bad index throws with nothing half-written by worker threads.
 #include <cstring>
 
 #include "backend/cpu/cpu_ops.h"
@@ -86,6 +86,36 @@ void scatter_add_rows(const Tensor& dst, const Tensor& src, const Tensor& idx,
         }
       });
     });
+  });
+}
+
+void scatter_rows(const Tensor& dst, const Tensor& src, const Tensor& idx) {
+  const int64_t n = idx.numel(), rows = dst.dim(0);
+  const size_t row_bytes = static_cast<size_t>(dst.row_size()) * dtype_size(dst.dtype());
+  if (n == 0) return;
+  const auto* psrc = static_cast<const char*>(src.raw());
+  auto* pdst = static_cast<char*>(dst.raw());
+  visit_index(idx.dtype(), [&](auto index_zero) {
+    using I = decltype(index_zero);
+    const I* pidx = idx.data<I>();
+    check_indices("scatter_rows", pidx, n, rows, dst);  // also for empty rows, as gather_rows
+    if (row_bytes == 0) return;
+    // Threads own ranges of destination rows and walk all indices in order, so with
+    // duplicate indices the last source row wins whatever the thread count, without
+    // atomics or scratch (a scan of n indices per thread is cheap next to the copies).
+    auto body = [&](int64_t r0, int64_t r1) {
+      for (int64_t i = 0; i < n; ++i) {
+        const int64_t row = static_cast<int64_t>(pidx[i]);
+        if (row < r0 || row >= r1) continue;  // also skips negative indices (r0 >= 0)
+        std::memcpy(pdst + static_cast<size_t>(row) * row_bytes,
+                    psrc + static_cast<size_t>(i) * row_bytes, row_bytes);
+      }
+    };
+    if (n * static_cast<int64_t>(row_bytes / 4 + 1) < kMinParallelWork) {
+      body(0, rows);
+    } else {
+      split_across_threads(rows, body);
+    }
   });
 }
 

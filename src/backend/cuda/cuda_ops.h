@@ -99,6 +99,9 @@ void gather_rows(const Tensor& out, const Tensor& src, const Tensor& idx);
 // deterministic = true gives results independent of thread count and scheduling (the
 // CPU is always deterministic; on CUDA it sorts instead of using atomics).
 void scatter_add_rows(const Tensor& dst, const Tensor& src, const Tensor& idx, bool deterministic);
+// dst [N,W] row idx[i] = src [n,W] row i (overwrite; negative indices skipped; the
+// non-negative indices are distinct by contract).
+void scatter_rows(const Tensor& dst, const Tensor& src, const Tensor& idx);
 
 // ---- row-wise concat / split ------------------------------------------------------------
 // out [R, W0+W1+...] = [p0 | p1 | ...] with parts [R, Wi] (1-D parts count as [R,1]).

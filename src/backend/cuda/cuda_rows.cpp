@@ -1,7 +1,7 @@
-// CUDA row-wise ops: masked softmax, neighbour attention, layer norm, row gather and
-// scatter-add, column concat/split. Sizes come from the validated tensors; scratch memory
-// (attention backward, reductions, the sort of the deterministic scatter) from the
-// thread's reusable workspace.
+// CUDA row-wise ops: masked softmax, neighbour attention, layer norm, row gather,
+// scatter-add and scatter, column concat/split. Sizes come from the validated tensors;
+// scratch memory (attention backward, reductions, the sort of the deterministic scatter)
+// from the thread's reusable workspace.
 #include <array>
 
 #include "backend/cuda/cuda_context.h"
@@ -146,6 +146,16 @@ void scatter_add_rows(const Tensor& dst, const Tensor& src, const Tensor& idx, b
   with_index(idx, [&](auto* index) {
     DB_CHECK_CUDA(kernels::scatter_add_rows_sorted(dst.data<float>(), src.data<float>(), index, n,
                                                    width, dst_rows, ws, ws_bytes, stream));
+  });
+}
+
+void scatter_rows(const Tensor& dst, const Tensor& src, const Tensor& idx) {
+  cudaStream_t stream = backend::enter_device(device_of(dst));
+  const int64_t n = idx.numel();
+  const int64_t width = dst.row_size();
+  with_index(idx, [&](auto* index) {
+    DB_CHECK_CUDA(kernels::scatter_rows(dst.data<float>(), src.data<float>(), index, n, width,
+                                        dst.dim(0), stream));
   });
 }
 

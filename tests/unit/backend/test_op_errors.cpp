@@ -121,6 +121,14 @@ std::vector<ShapeErrorCase> shape_cases() {
        [] { ops::scatter_add_rows(f32(S(5, 3)), f32(S(2, 4)), i64(S(2))); },
        {"[5, 3]", "[2, 4]"},
        {}},
+      {"scatter_rows_width",
+       [] { ops::scatter_rows(f32(S(5, 3)), f32(S(2, 4)), i64(S(2))); },
+       {"[5, 3]", "[2, 4]"},
+       {}},
+      {"scatter_rows_count",
+       [] { ops::scatter_rows(f32(S(5, 3)), f32(S(3, 3)), i64(S(2))); },
+       {"[3, 3]"},
+       {"[2]"}},
       {"concat_width",
        [] {
          ops::concat_cols(f32(S(3, 5)), {f32(S(3, 2)), f32(S(3, 2))});
@@ -183,6 +191,8 @@ TEST(DTypeMismatch, Throws) {
   EXPECT_THROW(ops::act_forward(ops::Act::relu, i64(S(4)), i64(S(4))), depbloom::Error);
   EXPECT_THROW(ops::gather_rows(f32(S(2, 3)), f32(S(4, 3)), f32(S(2))), depbloom::Error);
   EXPECT_THROW(ops::scatter_add_rows(f32(S(4, 3)), f32(S(2, 3)), f64(S(2))), depbloom::Error);
+  EXPECT_THROW(ops::scatter_rows(f32(S(4, 3)), f32(S(2, 3)), f32(S(2))), depbloom::Error);
+  EXPECT_THROW(ops::scatter_rows(i64(S(4, 3)), i64(S(2, 3)), i64(S(2))), depbloom::Error);
   EXPECT_THROW(ops::masked_softmax_forward(f32(S(2, 3)), f32(S(2, 3)), f32(S(2, 3))),
                depbloom::Error);
   EXPECT_THROW(ops::dropout_forward(f32(S(2, 3)), f32(S(2, 3)), f32(S(2, 3)), 0.5, {}, 0),

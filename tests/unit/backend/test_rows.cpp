@@ -1,5 +1,6 @@
 // Op tests for the row movers: gather_rows (negative index = zero row, out of range = error),
-// scatter_add_rows (duplicates accumulate, same bits for any thread count) and
+// scatter_add_rows (duplicates accumulate, same bits for any thread count), scatter_rows
+// (overwrite, distinct indices, negative = skipped, 1-D = one column) and
 // concat_cols / split_cols (1-D parts count as one column), against plain loops.
 #include <gtest/gtest.h>
 #include <omp.h>
@@ -30,6 +31,19 @@ std::vector<int64_t> make_index(Rand& rng, int64_t n, int64_t N) {
   std::vector<int64_t> v(static_cast<size_t>(n));
   for (auto& i : v) i = rng.below(7) == 0 ? -1 : rng.below(N);
   if (n > 1) v[1] = v[0] >= 0 ? v[0] : 0;  // at least one duplicate
+  return v;
+}
+
+// Distinct indices in [0, N), with about one in seven -1 (skipped); once the N rows are used
+// up the rest are -1 too.
+std::vector<int64_t> make_distinct_index(Rand& rng, int64_t n, int64_t N) {
+  std::vector<int64_t> perm(static_cast<size_t>(N));
+  for (int64_t r = 0; r < N; ++r) perm[static_cast<size_t>(r)] = r;
+  for (int64_t r = N - 1; r > 0; --r) std::swap(perm[r], perm[rng.below(r + 1)]);
+  std::vector<int64_t> v(static_cast<size_t>(n));
+  size_t next = 0;
+  for (auto& i : v) i = rng.below(7) == 0 || next == perm.size() ? -1 : perm[next++];
+  if (n > 1) v[0] = -1;  // at least one skipped index
   return v;
 }
 
@@ -74,6 +88,26 @@ void check_scatter(const RowsCase& p) {
   EXPECT_TRUE(dst.guard_intact());
 }
 
+// dst [N,W] (or [N] when W == 1 and N is odd, to cover the 1-D form) starts random; the
+// rows named by idx are overwritten, the others must keep their values.
+template <class T, class I>
+void check_scatter_rows(const RowsCase& p) {
+  Rand rng(450 + static_cast<uint64_t>(p.N + p.W + p.n));
+  const bool vector = p.W == 1 && p.N % 2 == 1;
+  Guarded<T> dst(vector ? Shape(p.N) : Shape(p.N, p.W), rng.vec(p.N * p.W));
+  Guarded<T> src(vector ? Shape(p.n) : Shape(p.n, p.W), rng.vec(p.n * p.W));
+  auto iv = make_distinct_index(rng, p.n, p.N);
+  auto idx = index_tensor<I>(iv);
+  auto ref = dst.values();
+  auto sv = src.values();
+  for (int64_t i = 0; i < p.n; ++i)
+    for (int64_t w = 0; w < p.W && iv[i] >= 0; ++w) ref[iv[i] * p.W + w] = sv[i * p.W + w];
+  ops::scatter_rows(dst, src, idx);
+  EXPECT_TRUE(all_close(dst.values(), ref, Tol{0.0, 0.0}));
+  EXPECT_TRUE(dst.guard_intact());
+  EXPECT_TRUE(idx.guard_intact());
+}
+
 class GatherRows : public testing::TestWithParam<RowsCase> {};
 TEST_P(GatherRows, MatchesReference) {
   const auto& p = GetParam();
@@ -91,6 +125,15 @@ TEST_P(ScatterAddRows, MatchesReference) {
   if (p.dtype == DType::f64 && p.index == DType::i64) check_scatter<double, int64_t>(p);
 }
 
+class ScatterRows : public testing::TestWithParam<RowsCase> {};
+TEST_P(ScatterRows, MatchesReference) {
+  const auto& p = GetParam();
+  if (p.dtype == DType::f32 && p.index == DType::i32) check_scatter_rows<float, int32_t>(p);
+  if (p.dtype == DType::f32 && p.index == DType::i64) check_scatter_rows<float, int64_t>(p);
+  if (p.dtype == DType::f64 && p.index == DType::i32) check_scatter_rows<double, int32_t>(p);
+  if (p.dtype == DType::f64 && p.index == DType::i64) check_scatter_rows<double, int64_t>(p);
+}
+
 const RowsCase kRowsCases[] = {
     {1, 1, 1, DType::f32, DType::i32},    {7, 33, 100, DType::f32, DType::i64},
     {257, 7, 33, DType::f32, DType::i32}, {100, 257, 7, DType::f32, DType::i64},
@@ -98,6 +141,11 @@ const RowsCase kRowsCases[] = {
     {257, 33, 1, DType::f64, DType::i32}};
 INSTANTIATE_TEST_SUITE_P(Ops, GatherRows, testing::ValuesIn(kRowsCases), CaseName());
 INSTANTIATE_TEST_SUITE_P(Ops, ScatterAddRows, testing::ValuesIn(kRowsCases), CaseName());
+INSTANTIATE_TEST_SUITE_P(Ops, ScatterRows, testing::ValuesIn(kRowsCases), CaseName());
+// Large enough that the CPU scatter splits its destination rows across threads.
+const RowsCase kScatterRowsLarge[] = {{5000, 64, 4000, DType::f32, DType::i64},
+                                      {4001, 33, 5000, DType::f64, DType::i32}};
+INSTANTIATE_TEST_SUITE_P(Large, ScatterRows, testing::ValuesIn(kScatterRowsLarge), CaseName());
 
 TEST(GatherRowsErrors, IndexPastTheEndThrows) {
   Guarded<float> src(Shape(7, 3), Rand(1).vec(21));
@@ -106,6 +154,49 @@ TEST(GatherRowsErrors, IndexPastTheEndThrows) {
   EXPECT_THROW(ops::gather_rows(out, src, idx32), depbloom::Error);
   auto idx64 = index_tensor<int64_t>({int64_t{1} << 40, 2});
   EXPECT_THROW(ops::gather_rows(out, src, idx64), depbloom::Error);
+}
+
+TEST(ScatterRowsErrors, IndexPastTheEndThrows) {
+  Guarded<float> dst(Shape(7, 3), Rand(2).vec(21));
+  Guarded<float> src(Shape(2, 3), Rand(3).vec(6));
+  const auto before = dst.values();
+  auto idx32 = index_tensor<int32_t>({0, 7});
+  EXPECT_THROW(ops::scatter_rows(dst, src, idx32), depbloom::Error);
+  auto idx64 = index_tensor<int64_t>({int64_t{1} << 40, 2});
+  EXPECT_THROW(ops::scatter_rows(dst, src, idx64), depbloom::Error);
+  EXPECT_TRUE(bitwise_equal(dst.values(), before));  // checked before any row moves
+}
+
+TEST(ScatterRowsErrors, ShapeMismatchThrows) {
+  Guarded<float> dst(Shape(7, 3)), wide(Shape(2, 4)), src(Shape(3, 3));
+  Guarded<double> src64(Shape(2, 3));
+  auto idx = index_tensor<int64_t>({0, 1});
+  EXPECT_THROW(ops::scatter_rows(dst, wide, idx), depbloom::Error);   // width
+  EXPECT_THROW(ops::scatter_rows(dst, src, idx), depbloom::Error);    // rows vs indices
+  EXPECT_THROW(ops::scatter_rows(dst, src64, idx), depbloom::Error);  // dtype
+}
+
+// Duplicates break the caller's contract, but the CPU still keeps the last source row,
+// whatever the thread count (threads own destination rows, not positions).
+TEST(ScatterRowsDuplicates, CpuKeepsTheLastForOneTwoAndFourThreads) {
+  Rand rng(510);
+  const int64_t N = 7, W = 600, n = 300;  // enough work to go parallel
+  Guarded<float> src(Shape(n, W), rng.vec(n * W));
+  auto iv = make_index(rng, n, N);
+  auto idx = index_tensor<int32_t>(iv);
+  auto init = rng.vec(N * W);
+  auto ref = init;
+  auto sv = src.values();
+  for (int64_t i = 0; i < n; ++i)
+    for (int64_t w = 0; w < W && iv[i] >= 0; ++w) ref[iv[i] * W + w] = sv[i * W + w];
+  const int saved = omp_get_max_threads();
+  for (int threads : {1, 2, 4}) {
+    omp_set_num_threads(threads);
+    Guarded<float> dst(Shape(N, W), init);
+    ops::scatter_rows(dst, src, idx);
+    EXPECT_TRUE(bitwise_equal(dst.values(), ref)) << threads << " threads";
+  }
+  omp_set_num_threads(saved);
 }
 
 // Many duplicates into few rows, so that a parallel split of the rows or of the indices
