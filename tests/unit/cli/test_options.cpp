@@ -29,7 +29,8 @@ TEST(Options, DefaultsMatchTgl) {
   EXPECT_EQ(r.get<int64_t>("train.batch_size"), 600);
   EXPECT_EQ(r.get<int64_t>("sampling.layer"), 1);
   EXPECT_EQ(r.get<std::vector<int64_t>>("sampling.neighbor"), std::vector<int64_t>{10});
-  EXPECT_EQ(r.get<std::string>("memory.type"), "gru");
+  EXPECT_EQ(r.get<std::string>("memory.type"), "node");
+  EXPECT_EQ(r.get<std::string>("memory.memory_update"), "gru");
   EXPECT_DOUBLE_EQ(r.get<double>("train.lr"), 1e-4);
   EXPECT_FALSE(r.get<bool>("data.drop_self_loops"));
   EXPECT_EQ(r.get<std::string>("data.path"), "");
@@ -47,7 +48,7 @@ TEST(Options, WrongGetterIsRuntimeError) {
   EXPECT_THROW(r.get<int64_t>("train.nope"), Error);
   EXPECT_THROW(r.set_value("train.batch_size", 1.0), Error);
   EXPECT_THROW(r.set_value("train.batch_size", int64_t{0}), Error);
-  EXPECT_THROW(r.set_value("memory.type", std::string("lstm")), Error);
+  EXPECT_THROW(r.set_value("memory.memory_update", std::string("lstm")), Error);
   r.set_value("train.batch_size", int64_t{64});
   EXPECT_EQ(r.get<int64_t>("train.batch_size"), 64);
 }
@@ -129,8 +130,9 @@ TEST(Options, WrongTypesNameKeyLineTypeAndText) {
       {"sampling:\n  neighbor: [10, 0]\n", "expected a list of integers >= 1"},
       {"train:\n  lr: fast\n", "train.lr: expected a number, got 'fast'"},
       {"data:\n  cache: yes\n", "data.cache: expected a bool (true or false), got 'yes'"},
-      {"memory:\n  type: lstm\n",
-       "memory.type: expected one of gru|rnn|attention|none, got 'lstm'"},
+      {"memory:\n  memory_update: lstm\n",
+       "memory.memory_update: expected one of gru|rnn|transformer, got 'lstm'"},
+      {"memory:\n  type: gru\n", "memory.type: expected one of node|none, got 'gru'"},
       {"sampling:\n  neighbor: [10, x]\n", "sampling.neighbor: expected a list of integers"},
       {"train:\n  epoch:\n", "train.epoch: no value"},
       {"train:\n  epoch: [1, 2]\n", "train.epoch: expected int, got a list"},
@@ -162,11 +164,12 @@ TEST(Options, SetOverrides) {
   OptionRegistry r = depbloom_options();
   r.load_yaml_string("train:\n  batch_size: 200\n", "c.yaml");
   r.apply_sets({"train.batch_size=50", "sampling.neighbor=[5, 3]", "train.lr=2e-3",
-                "memory.type=rnn", "data.cache=false", "run.out=runs/a=b", "gnn.layer = 2"});
+                "memory.memory_update=rnn", "data.cache=false", "run.out=runs/a=b",
+                "gnn.layer = 2"});
   EXPECT_EQ(r.get<int64_t>("train.batch_size"), 50);
   EXPECT_EQ(r.get<std::vector<int64_t>>("sampling.neighbor"), (std::vector<int64_t>{5, 3}));
   EXPECT_DOUBLE_EQ(r.get<double>("train.lr"), 2e-3);
-  EXPECT_EQ(r.get<std::string>("memory.type"), "rnn");
+  EXPECT_EQ(r.get<std::string>("memory.memory_update"), "rnn");
   EXPECT_FALSE(r.get<bool>("data.cache"));
   EXPECT_EQ(r.get<std::string>("run.out"), "runs/a=b");
   EXPECT_EQ(r.get<int64_t>("gnn.layer"), 2);
