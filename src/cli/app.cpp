@@ -1,6 +1,6 @@
 // depbloom-train: command line, logging, device choice, default-data discovery, exit codes.
 // Config: the option registry (options.h) filled from --config, --set and the flags.
-// Until the models are wired in it runs the memory-only smoke job (smoke_job.h).
+// The training itself is train_command.h.
 #include "depbloom/cli/app.h"
 
 #include <spdlog/spdlog.h>
@@ -19,8 +19,9 @@
 
 #include "depbloom/backend/runtime.h"
 #include "depbloom/cli/options.h"
-#include "depbloom/cli/smoke_job.h"
+#include "depbloom/cli/train_command.h"
 #include "depbloom/core/error.h"
+#include "depbloom/train/checkpoint.h"
 
 #ifndef DEPBLOOM_SOURCE_DIR
 #define DEPBLOOM_SOURCE_DIR ""
@@ -86,24 +87,6 @@ std::string expand_run_folder(std::string pattern) {
   return pattern.replace(at, tag.size(), stamp);
 }
 
-void write_smoke_metrics(const fs::path& file, const SmokeReport& r) {
-  nlohmann::json line = {{"job", "smoke"},
-                         {"events", r.events},
-                         {"seconds", r.seconds},
-                         {"events_per_s", static_cast<double>(r.events) / r.seconds},
-                         {"loss_first_tenth", r.first_loss},
-                         {"loss_last_tenth", r.last_loss},
-                         {"stage_s",
-                          {{"sample", r.sample_s},
-                           {"gather", r.gather_s},
-                           {"forward_backward", r.compute_s},
-                           {"optimiser", r.optimise_s},
-                           {"write_back", r.write_back_s}}}};
-  std::ofstream out(file, std::ios::app);
-  out << line.dump() << "\n";
-  if (!out) DB_THROW(runtime, "cannot write {}", file.string());
-}
-
 }  // namespace
 
 int run_train(int argc, char** argv) {
@@ -111,6 +94,7 @@ int run_train(int argc, char** argv) {
   std::string config_file, data, out, device;
   std::vector<std::string> sets;
   int64_t threads = -1, seed = -1;
+  std::string resume, eval_only;
   bool print_config = false;
   app.add_option("--config", config_file, "YAML run config (keys: docs/configs.md)");
   app.add_option("--set", sets, "override one key, e.g. --set train.batch_size=200 (repeatable)");
@@ -119,6 +103,8 @@ int run_train(int argc, char** argv) {
   app.add_option("--device", device, "auto, cpu or cuda:N (sets run.device)");
   app.add_option("--threads", threads, "CPU threads, 0 = all cores (sets run.threads)");
   app.add_option("--seed", seed, "random seed (sets run.seed)");
+  app.add_option("--resume", resume, "continue the run in this folder from its last.ckpt");
+  app.add_option("--eval-only", eval_only, "evaluate this checkpoint on the test split");
   app.add_flag("--print-config", print_config, "print the effective config and exit");
   try {
     app.parse(argc, argv);
@@ -129,6 +115,17 @@ int run_train(int argc, char** argv) {
   spdlog::set_pattern("[%H:%M:%S.%e] [%^%l%$] %v");
   try {
     OptionRegistry cfg = depbloom_options();
+    if (!resume.empty() && !eval_only.empty())
+      DB_THROW(usage, "--resume and --eval-only exclude each other");
+    if (!resume.empty()) {
+      // The run's own config; --set may still change keys that keep the model (epochs).
+      cfg.load_yaml_file((fs::path(resume) / "config.yaml").string());
+      cfg.set_value("run.out", resume);
+    } else if (!eval_only.empty()) {
+      Checkpoint ckpt = read_checkpoint(eval_only);
+      cfg.load_yaml_string(ckpt.config_text, eval_only + " (its saved config)");
+      cfg.set_value("run.out", fs::path(eval_only).parent_path().string());
+    }
     if (!config_file.empty()) cfg.load_yaml_file(config_file);
     cfg.apply_sets(sets);
     if (!data.empty()) cfg.set_value("data.path", data);
@@ -143,46 +140,27 @@ int run_train(int argc, char** argv) {
 
     if (cfg.get<int64_t>("run.threads") > 0)
       backend::set_cpu_threads(static_cast<int>(cfg.get<int64_t>("run.threads")));
-    SmokeOptions opt;
-    opt.device = parse_device(cfg.get<std::string>("run.device"));
-    opt.data_path = cfg.get<std::string>("data.path");
-    if (opt.data_path.empty()) opt.data_path = find_default_data();
-    opt.load.format = cfg.get<std::string>("data.format");
-    opt.load.drop_self_loops = cfg.get<bool>("data.drop_self_loops");
-    opt.load.use_cache = cfg.get<bool>("data.cache");
-    opt.protocol = data::parse_split_protocol(cfg.get<std::string>("data.protocol"));
-    opt.batch = cfg.get<int64_t>("train.batch_size");
-    opt.epochs = static_cast<int>(cfg.get<int64_t>("train.epoch"));
-    opt.lr = cfg.get<double>("train.lr");
-    opt.memory_dim = cfg.get<int64_t>("memory.dim_out");
-    opt.time_dim = cfg.get<int64_t>("memory.dim_time");
-    opt.neighbours = static_cast<int32_t>(cfg.get<std::vector<int64_t>>("sampling.neighbor")[0]);
-    opt.seed = static_cast<uint64_t>(cfg.get<int64_t>("run.seed"));
+    TrainCommand cmd;
+    cmd.device = parse_device(cfg.get<std::string>("run.device"));
+    cmd.data_path = cfg.get<std::string>("data.path");
+    if (cmd.data_path.empty()) cmd.data_path = find_default_data();
+    cmd.resume_dir = resume;
+    cmd.eval_ckpt = eval_only;
 
     fs::path run_dir = expand_run_folder(cfg.get<std::string>("run.out"));
     std::error_code ec;
     fs::create_directories(run_dir, ec);
     if (ec)
       DB_THROW(runtime, "cannot create the run folder {}: {}", run_dir.string(), ec.message());
-    cfg.write_effective_config((run_dir / "config.yaml").string());
+    cmd.run_dir = run_dir.string();
+    if (eval_only.empty()) cfg.write_effective_config((run_dir / "config.yaml").string());
     spdlog::info("effective config (saved in {}):\n{}", (run_dir / "config.yaml").string(),
                  cfg.dump_yaml());
-    spdlog::info("depbloom-train: device {}, {} CPU threads, data {}", opt.device.str(),
-                 backend::cpu_threads(), opt.data_path);
-    spdlog::info(
-        "the TGN/JODIE/APAN models are not wired into depbloom-train yet; running the "
-        "memory-only smoke job (GRU memory, dot-product scores, BCE, Adam)");
-    SmokeReport r = run_smoke_job(opt);
-    spdlog::info("smoke job: {} events in {:.2f} s ({:.0f} events/s); loss {:.4f} -> {:.4f}",
-                 r.events, r.seconds, static_cast<double>(r.events) / r.seconds, r.first_loss,
-                 r.last_loss);
-    spdlog::info(
-        "stages: sample {:.2f} s, gather {:.2f} s, forward+backward {:.2f} s, "
-        "optimiser {:.2f} s, write-back {:.2f} s",
-        r.sample_s, r.gather_s, r.compute_s, r.optimise_s, r.write_back_s);
-    write_smoke_metrics(run_dir / "metrics.jsonl", r);
+    spdlog::info("depbloom-train: device {}, {} CPU threads", cmd.device.str(),
+                 backend::cpu_threads());
+    int rc = run_train_command(cfg, cmd);
     spdlog::info("run folder: {}", run_dir.string());
-    return 0;
+    return rc;
   } catch (const Error& e) {
     spdlog::error("{}", e.message());
     return exit_code(e.kind());

@@ -33,6 +33,44 @@ void NodeState::reset() {
   std::fill(count_.begin(), count_.end(), 0);
 }
 
+void NodeState::copy_from(const NodeState& other) {
+  DB_ASSERT(other.num_nodes_ == num_nodes_ && other.memory_dim_ == memory_dim_ &&
+                other.mail_dim_ == mail_dim_ && other.slots_ == slots_,
+            "node state copy: sizes differ");
+  ops::copy(memory_.view(), other.memory_.view());
+  ops::copy(last_update_.view(), other.last_update_.view());
+  ops::copy(mail_.view(), other.mail_.view());
+  ops::copy(mail_ts_.view(), other.mail_ts_.view());
+  std::copy(other.head_.begin(), other.head_.end(), head_.begin());
+  std::copy(other.count_.begin(), other.count_.end(), count_.begin());
+}
+
+void NodeState::write_memory(const Tensor& rows, const Tensor& times, const Tensor& idx) {
+  const int64_t n = idx.numel();
+  ops::scatter_rows(memory_.view(), rows, idx);
+  ops::scatter_rows(last_update_.view().reshape(Shape(num_nodes_, 1)),
+                    times.reshape(Shape(n, 1)), idx);
+}
+
+void NodeState::write_mail(const Tensor& rows, const Tensor& times, const Tensor& flat_slot) {
+  const int64_t n = flat_slot.numel();
+  ops::scatter_rows(mail_.view().reshape(Shape(num_nodes_ * slots_, mail_dim_)), rows, flat_slot);
+  ops::scatter_rows(mail_ts_.view().reshape(Shape(num_nodes_ * slots_, 1)),
+                    times.reshape(Shape(n, 1)), flat_slot);
+}
+
+void NodeState::set_rings(const std::vector<int32_t>& heads, const std::vector<int32_t>& counts) {
+  DB_ASSERT(heads.size() == head_.size() && counts.size() == count_.size(),
+            "node state rings: {} heads and {} counts for {} nodes", heads.size(), counts.size(),
+            num_nodes_);
+  for (size_t i = 0; i < heads.size(); ++i)
+    DB_ASSERT(heads[i] >= 0 && heads[i] < slots_ && counts[i] >= 0 && counts[i] <= slots_,
+              "node state rings: node {} has head {} and count {} with {} slots", i, heads[i],
+              counts[i], slots_);
+  head_ = heads;
+  count_ = counts;
+}
+
 void NodeState::gather_memory(const Tensor& memory_out, const Tensor& idx) const {
   ops::gather_rows(memory_out, memory_.view(), idx);
 }

@@ -20,6 +20,21 @@ class NodeState {
 
   // Zero memory, times, mails and mail times, and empty every ring (start of an epoch).
   void reset();
+  // Becomes a copy of `other` (same sizes, dtype and device): the memory backup and
+  // restore around TGN's new-node evaluation pass. Allocates nothing.
+  void copy_from(const NodeState& other);
+
+  // Scatters rows into the state: memory rows [n, d_mem] and times [n] of the nodes in idx
+  // [n] (distinct ids, i32 on the state's device; negative ids skipped).
+  void write_memory(const Tensor& rows, const Tensor& times, const Tensor& idx);
+  // Mail rows [n, d_mail] and times [n] into the flat slots idx [n] = node * slots + slot
+  // (distinct; from claim_mail_slot).
+  void write_mail(const Tensor& rows, const Tensor& times, const Tensor& flat_slot);
+
+  // The rings' host bookkeeping, for checkpoints: next slot and valid count per node.
+  const std::vector<int32_t>& ring_heads() const { return head_; }
+  const std::vector<int32_t>& ring_counts() const { return count_; }
+  void set_rings(const std::vector<int32_t>& heads, const std::vector<int32_t>& counts);
 
   // Rows of the nodes in idx [n] (i32/i64 on the state's device; a negative id gives a
   // zero row, as padding). memory_out [n, d_mem]; last_update_out [n];

@@ -1,0 +1,29 @@
+// The training command behind depbloom-train: config -> data -> split -> Trainer, epochs
+// with a progress line and per-epoch metrics, checkpoints, the final test with the best
+// epoch's checkpoint; and the --resume and --eval-only variants.
+#pragma once
+
+#include <string>
+
+#include "depbloom/cli/options.h"
+#include "depbloom/core/tensor.h"
+#include "depbloom/train/trainer.h"
+
+namespace depbloom::cli {
+
+struct TrainCommand {
+  std::string data_path;   // resolved (the shipped stream when data.path is empty)
+  std::string run_dir;     // created; holds config.yaml, metrics.jsonl, *.ckpt
+  Device device = Device::cpu();
+  std::string resume_dir;  // --resume: continue the run in this folder
+  std::string eval_ckpt;   // --eval-only: evaluate this checkpoint
+};
+
+// The trainer settings a config asks for; config errors name the key. `edge_dim` and
+// `node_dim` are the stream's, for the checks that depend on the data.
+train::TrainerConfig trainer_config(const OptionRegistry& cfg, Device device);
+
+// Runs the command; returns the process exit code (errors are thrown as depbloom::Error).
+int run_train_command(OptionRegistry& cfg, const TrainCommand& cmd);
+
+}  // namespace depbloom::cli

@@ -1,0 +1,131 @@
+// Trainer: single-device training and evaluation of a Tgnn on a chronologically split event
+// stream, with TGL's step semantics and the TGN authors' evaluation protocol (memory
+// carries from training into validation and test; the new-node passes run on a backed-up
+// memory that is restored afterwards). Everything per batch comes from one arena that is
+// reset each step, so a warm step allocates nothing.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "depbloom/core/arena.h"
+#include "depbloom/data/event_stream.h"
+#include "depbloom/data/split.h"
+#include "depbloom/graph/negative_sampler.h"
+#include "depbloom/graph/neighbour_sampler.h"
+#include "depbloom/graph/temporal_csr.h"
+#include "depbloom/model/node_state.h"
+#include "depbloom/model/parameters.h"
+#include "depbloom/model/tgnn.h"
+#include "depbloom/train/batch_planner.h"
+#include "depbloom/train/checkpoint.h"
+#include "depbloom/train/metrics.h"
+
+namespace depbloom::train {
+
+struct TrainerConfig {
+  model::TgnnConfig model;
+  bool uniform_sampling = false;  // else the most recent neighbours
+  bool prop_time = false;
+  bool deliver_to_neighbours = false;
+  int64_t batch_size = 600;
+  int64_t eval_batch_size = 600;
+  double lr = 1e-4;
+  double weight_decay = 0.0;
+  int32_t eval_negatives = 1;
+  graph::EvalNegativeStrategy eval_strategy = graph::EvalNegativeStrategy::random;
+  bool new_nodes = true;     // run the new-node passes (tgn protocol)
+  int64_t max_batches = 0;   // per training epoch; 0: all
+  uint64_t seed = 0;
+  Device device = Device::cpu();
+  DType dtype = DType::f32;  // f64 for gradient checks on the CPU
+};
+
+struct EvalResult {
+  bool valid = false;  // false when the split had no events to score
+  int64_t events = 0;
+  RankMetrics whole;       // over every score of the split
+  RankMetrics batch_mean;  // mean of per-batch values (what TGN, TGL and PyG print)
+  double mrr = -1.0;       // with eval.negatives > 1
+  double seconds = 0.0;
+};
+
+struct StageTimes {
+  double sample = 0, forward = 0, backward = 0, optimiser = 0, write_back = 0;
+};
+
+struct EpochResult {
+  int epoch = 0;
+  double loss = 0.0;  // mean over the epoch's batches of TGL's loss
+  int64_t events = 0;
+  int64_t batches = 0;
+  double train_seconds = 0.0;
+  StageTimes stages;
+  EvalResult val, val_new;
+  double eval_seconds = 0.0;
+};
+
+// Called during training with (batches done, batches in the epoch, mean loss so far).
+using ProgressFn = std::function<void(int64_t, int64_t, double)>;
+
+class Trainer {
+ public:
+  // Keeps references to stream and split, which must outlive it.
+  Trainer(const data::EventStream& stream, const data::ChronoSplit& split,
+          const TrainerConfig& cfg);
+  ~Trainer();
+
+  // Resets the node state, trains one pass over the training events, then validates
+  // (transductive, and new-node under the tgn protocol). epoch counts from 1.
+  EpochResult run_epoch(int epoch, const ProgressFn& progress = nullptr);
+  // Test from the current state (the state after validation of the loaded epoch).
+  // Returns {transductive, new-node}.
+  std::pair<EvalResult, EvalResult> test();
+
+  // One training step on the batch events[0, count) (negatives drawn for `epoch`; dropout
+  // rows start at first_row): forward, loss, backward, Adam, write-back. Returns TGL's loss
+  // (BCE of the positives plus BCE of the negatives, each a mean). run_epoch calls it.
+  double train_step(const int64_t* events, int64_t count, int epoch, uint64_t first_row);
+  // The same step's loss without changing anything but the gradients (which it fills when
+  // with_gradients): for gradient checks.
+  double step_loss(const int64_t* events, int64_t count, int epoch, uint64_t first_row,
+                   bool with_gradients);
+
+  // Parameters, Adam state, node state and the epoch, for checkpoints and resume.
+  Checkpoint save(int64_t epoch, const std::string& config_text) const;
+  void load(const Checkpoint& ckpt);  // data error naming the file when it does not fit
+
+  const std::vector<double>& loss_trace() const { return loss_trace_; }
+  model::ParameterStore& parameters() { return *store_; }
+  model::NodeState& state() { return *state_; }
+  const Arena& arena() const { return arena_; }
+  int64_t parameter_count() const { return store_->numel(); }
+
+ private:
+  EvalResult evaluate(const std::vector<int64_t>& events, uint32_t split_id);
+
+  const data::EventStream& stream_;
+  const data::ChronoSplit& split_;
+  TrainerConfig cfg_;
+  std::unique_ptr<model::ParameterStore> store_;
+  std::unique_ptr<model::Tgnn> model_;
+  std::unique_ptr<model::NodeState> state_, backup_a_, backup_b_;
+  graph::TemporalCsr train_csr_, full_csr_;
+  std::unique_ptr<graph::NeighbourSampler> train_sampler_, eval_sampler_;
+  std::unique_ptr<BatchPlanner> planner_;
+  std::unique_ptr<graph::TrainNegativeSampler> train_negatives_;
+  std::unique_ptr<graph::EvalNegativeSampler> eval_negatives_;
+  OwnedTensor edge_feat_;  // [E, d_edge] in the model's dtype on the device
+  OwnedTensor targets_;    // [2 * batch] ones then zeros
+  Arena arena_;
+  std::vector<int32_t> negatives_;
+  std::vector<float> scores_, neg_scores_;
+  SplitMetrics metrics_;
+  std::vector<double> loss_trace_;
+  StageTimes stages_;
+};
+
+}  // namespace depbloom::train

@@ -1,0 +1,297 @@
+// Tgnn: memory update -> embedding -> link predictor, and the reverse pass. The memory
+// rows are deduplicated by the planner; gathers from them feed the roots and the sampled
+// neighbours, and the backward scatters the gradients back (deterministically).
+#include "depbloom/model/tgnn.h"
+
+#include "depbloom/backend/ops.h"
+#include "depbloom/model/context.h"
+
+namespace depbloom::model {
+namespace {
+
+InitScheme init_for(const std::string& name) {
+  if (name == "time_w") return InitScheme::time_frequencies;
+  if (name == "ln_gamma") return InitScheme::ones;
+  if (name == "time_b" || name == "ln_beta") return InitScheme::zeros;
+  return InitScheme::uniform_fan_in;  // w_* and b_*, as torch.nn.Linear
+}
+
+// Declares an attention-style layer's parameters under `prefix` with torch's init.
+std::vector<ParamId> declare_shapes(ParameterStore& store, const std::string& prefix,
+                                    const std::vector<AttentionParamShape>& shapes) {
+  std::vector<ParamId> ids;
+  for (const auto& s : shapes) {
+    int64_t fan_in = 0;
+    if (s.name[0] == 'w' || s.name[0] == 'b') {
+      // A bias takes the fan-in of its weight (w_q for b_q), as torch.nn.Linear does.
+      std::string weight = "w" + s.name.substr(1);
+      for (const auto& w : shapes)
+        if (w.name == weight) fan_in = w.shape[1];
+    }
+    ids.push_back(store.declare(prefix + s.name, s.shape, init_for(s.name), fan_in));
+  }
+  return ids;
+}
+
+template <class Weights>
+void bind_views(const ParameterStore& store, const std::vector<ParamId>& ids, Weights& value,
+                Weights& grad) {
+  auto v = value.all();
+  auto g = grad.all();
+  for (size_t i = 0; i < ids.size(); ++i) {
+    *v[i] = store.value(ids[i]);
+    *g[i] = store.grad(ids[i]);
+  }
+}
+
+RngKey dropout_key(uint64_t seed, uint32_t epoch, uint32_t stream) {
+  return RngKey{seed, static_cast<uint32_t>(RngPurpose::dropout) + (stream << 8), epoch};
+}
+
+}  // namespace
+
+void validate(const TgnnConfig& c) {
+  if (c.embedding == EmbeddingKind::attention) {
+    if (c.layers < 1 || c.layers > kMaxHops)
+      DB_THROW(config, "gnn.layer: {} attention layers; 1 to {} are supported", c.layers,
+               kMaxHops);
+    if (c.neighbours < 1) DB_THROW(config, "sampling.neighbor: needs at least 1 neighbour");
+    if (c.d_emb % c.heads != 0)
+      DB_THROW(config, "gnn.dim_out {} is not divisible by gnn.att_head {}", c.d_emb, c.heads);
+  } else if (c.memory == MemoryKind::none) {
+    DB_THROW(config, "memory.type: none needs gnn.arch: transformer_attention (the identity "
+                     "embedding of no memory is nothing)");
+  }
+  if (c.embedding == EmbeddingKind::jodie && c.memory == MemoryKind::transformer)
+    DB_THROW(config, "gnn.time_transform: JODIE goes with a recurrent memory, not transformer");
+  if (c.memory == MemoryKind::transformer && c.d_mem % c.memory_heads != 0)
+    DB_THROW(config, "memory.dim_out {} is not divisible by memory.attention_head {}", c.d_mem,
+             c.memory_heads);
+  if (c.memory != MemoryKind::transformer && c.memory != MemoryKind::none && c.mailbox != 1)
+    DB_THROW(config, "memory.mailbox_size: {} mails need memory.memory_update: transformer; "
+                     "the GRU and RNN updaters read one mail", c.mailbox);
+}
+
+Tgnn::Tgnn(ParameterStore& store, const TgnnConfig& cfg) : store_(&store), cfg_(cfg) {
+  validate(cfg_);
+  if (cfg_.memory == MemoryKind::gru || cfg_.memory == MemoryKind::rnn) {
+    auto cell = cfg_.memory == MemoryKind::gru ? RecurrentCell::gru : RecurrentCell::rnn;
+    recurrent_ = std::make_unique<RecurrentMemoryUpdater>(store, "memory_updater", cell,
+                                                          cfg_.d_mail(), cfg_.d_mem_time, cfg_.d_mem);
+  } else if (cfg_.memory == MemoryKind::transformer) {
+    ApanUpdaterConfig a;
+    a.d_mem = cfg_.d_mem;
+    a.d_mail = cfg_.d_mail();
+    a.d_time = cfg_.d_mem_time;
+    a.heads = cfg_.memory_heads;
+    a.dropout = cfg_.dropout;
+    apan_ = std::make_unique<ApanMemoryUpdater>(a);
+    apan_params_.ids = declare_shapes(store, "memory_updater.", apan_->parameter_shapes());
+  }
+  if (cfg_.embedding == EmbeddingKind::attention) {
+    for (int i = 0; i < cfg_.layers; ++i) {
+      TemporalAttentionConfig a;
+      a.d_in = i == 0 ? cfg_.d_input() : cfg_.d_emb;
+      a.d_edge = cfg_.d_edge;
+      a.d_time = cfg_.d_gnn_time;
+      a.d_out = cfg_.d_emb;
+      a.heads = cfg_.heads;
+      a.dropout = cfg_.dropout;
+      attention_.emplace_back(a);
+      AttentionParams p;
+      p.ids = declare_shapes(store, "layer" + std::to_string(i) + ".",
+                             attention_.back().parameter_shapes());
+      attention_params_.push_back(std::move(p));
+    }
+  } else if (cfg_.embedding == EmbeddingKind::jodie) {
+    jodie_ = std::make_unique<JodieProjection>(store, "time_projection", cfg_.d_mem);
+  }
+  predictor_ = std::make_unique<LinkPredictor>(store, "edge_predictor", cfg_.d_out());
+}
+
+void Tgnn::bind() {
+  DB_ASSERT(store_->finalized(), "Tgnn::bind needs a finalized ParameterStore");
+  if (apan_) bind_views(*store_, apan_params_.ids, apan_params_.value, apan_params_.grad);
+  for (auto& p : attention_params_) bind_views(*store_, p.ids, p.value, p.grad);
+}
+
+int64_t Tgnn::hop_roots(int hop) const {
+  int64_t r = step_.roots;
+  for (int j = 0; j < hop; ++j) r *= cfg_.neighbours;
+  return r;
+}
+
+void Tgnn::forward(Arena& arena, const TgnnInputs& in, const NodeState& state,
+                   const Tensor& edge_feat, bool training, const Tensor& logits) {
+  const int64_t batch = in.events;
+  const int64_t roots = (2 + in.negatives) * batch;
+  DB_ASSERT(batch > 0 && in.root_row.numel() == roots && logits.numel() == (1 + in.negatives) * batch,
+            "tgnn: {} events with {} negatives need {} roots and {} logits, got {} and {}", batch,
+            in.negatives, roots, (1 + in.negatives) * batch, in.root_row.str(), logits.str());
+  step_.in = &in;
+  step_.batch = batch;
+  step_.roots = roots;
+  step_.u = in.mem_node.numel();
+  step_.training = training;
+  update_memory(arena, in, state);
+  embed(arena, in, edge_feat);
+  predictor_->forward(arena, step_.predictor, logits, step_.emb.rows(0, batch),
+                      step_.emb.rows(batch, roots));
+}
+
+void Tgnn::update_memory(Arena& arena, const TgnnInputs& in, const NodeState& state) {
+  const int64_t u = step_.u;
+  const DType dtype = store_->dtype();
+  if (cfg_.memory == MemoryKind::none) {
+    step_.updated = arena.alloc(dtype, Shape(u, 1));
+    ops::fill(step_.updated, 0.0);
+    return;
+  }
+  const int64_t slots = state.mail_slots();
+  step_.memory = arena.alloc(dtype, Shape(u, cfg_.d_mem));
+  step_.last_update = arena.alloc(dtype, Shape(u));
+  step_.mail = arena.alloc(dtype, Shape(u, slots, cfg_.d_mail()));
+  step_.mail_ts = arena.alloc(dtype, Shape(u, slots));
+  state.gather_memory(step_.memory, in.mem_node);
+  state.gather_last_update(step_.last_update, in.mem_node);
+  state.gather_mail(step_.mail, step_.mail_ts, in.mem_node);
+  step_.updated = arena.alloc(dtype, Shape(u, cfg_.d_mem));
+  if (recurrent_) {
+    // TGL's GRU/RNN updaters encode the time since the memory's last update.
+    step_.mail_dt = arena.alloc(dtype, Shape(u));
+    ops::copy(step_.mail_dt, in.mem_time);
+    ops::axpy(step_.mail_dt, -1.0, step_.last_update);
+    recurrent_->forward(arena, step_.recurrent, step_.updated,
+                        step_.mail.reshape(Shape(u, cfg_.d_mail())), step_.mail_dt, step_.memory);
+  } else {
+    apan_->forward(step_.apan, step_.updated, arena, apan_params_.value, step_.memory, step_.mail,
+                   step_.mail_ts, in.mem_time, in.mem_mask, step_.training,
+                   dropout_key(in.seed, in.epoch, 1), in.first_row);
+  }
+}
+
+void Tgnn::embed(Arena& arena, const TgnnInputs& in, const Tensor& edge_feat) {
+  const DType dtype = store_->dtype();
+  const int64_t roots = step_.roots;
+  const int64_t d_in = cfg_.d_input();
+  auto& h = step_.h;
+  h[0][0] = arena.alloc(dtype, Shape(roots, d_in));
+  ops::gather_rows(h[0][0], step_.updated, in.root_row);
+  if (cfg_.embedding == EmbeddingKind::identity) {
+    step_.emb = h[0][0];
+    return;
+  }
+  if (cfg_.embedding == EmbeddingKind::jodie) {
+    // JODIE (TGL): h = s * (1 + w (t - t_last) / (t + 1) + b).
+    Tensor dt_rows = arena.alloc(dtype, Shape(step_.u));
+    ops::copy(dt_rows, in.mem_time);
+    ops::axpy(dt_rows, -1.0, step_.last_update);
+    ops::mul(dt_rows, dt_rows, in.mem_inv_time);
+    step_.jodie_dt = arena.alloc(dtype, Shape(roots));
+    ops::gather_rows(step_.jodie_dt.reshape(Shape(roots, 1)), dt_rows.reshape(Shape(step_.u, 1)),
+                     in.root_row);
+    step_.emb = arena.alloc(dtype, Shape(roots, cfg_.d_mem));
+    jodie_->forward(arena, step_.jodie, step_.emb, h[0][0], step_.jodie_dt);
+    return;
+  }
+  const int layers = cfg_.layers;
+  const int64_t k = cfg_.neighbours;
+  for (int j = 1; j <= layers; ++j) {
+    h[0][j] = arena.alloc(dtype, Shape(hop_roots(j), d_in));
+    ops::gather_rows(h[0][j], step_.updated, in.slot_row[j - 1]);
+  }
+  for (int l = 0; l < layers; ++l) {
+    step_.edges[l] = Tensor{};
+    if (cfg_.d_edge == 0) continue;
+    Tensor e = arena.alloc(dtype, Shape(hop_roots(l) * k, cfg_.d_edge));
+    ops::gather_rows(e, edge_feat, in.slot_eid[l]);
+    step_.edges[l] = e.reshape(Shape(hop_roots(l), k, cfg_.d_edge));
+  }
+  uint64_t row_scale = 1;
+  for (int i = 0; i < layers; ++i) {
+    const int64_t width = i == 0 ? d_in : cfg_.d_emb;
+    row_scale = 1;
+    for (int j = 0; j < layers - i; ++j) {
+      const int64_t r = hop_roots(j);
+      h[i + 1][j] = arena.alloc(dtype, Shape(r, cfg_.d_emb));
+      attention_[i].forward(step_.attn[i][j], h[i + 1][j], arena, attention_params_[i].value,
+                            h[i][j], h[i][j + 1].reshape(Shape(r, k, width)), step_.edges[j],
+                            in.slot_dt[j], in.slot_mask[j], step_.training,
+                            dropout_key(in.seed, in.epoch, 2 + i * kMaxHops + j),
+                            in.first_row * row_scale);
+      row_scale *= static_cast<uint64_t>(k);
+    }
+  }
+  step_.emb = h[layers][0];
+}
+
+void Tgnn::backward(Arena& arena, const Tensor& d_logits) {
+  const DType dtype = store_->dtype();
+  const int64_t batch = step_.batch, roots = step_.roots;
+  Tensor d_emb = arena.alloc(dtype, Shape(roots, cfg_.d_out()));
+  predictor_->backward(arena, d_emb.rows(0, batch), d_emb.rows(batch, roots), d_logits,
+                       step_.predictor);
+  Tensor d_updated;
+  if (cfg_.memory != MemoryKind::none) {
+    d_updated = arena.alloc(dtype, Shape(step_.u, cfg_.d_mem));
+    ops::fill(d_updated, 0.0);
+  }
+  backward_embedding(arena, d_emb, d_updated);
+  backward_memory(arena, d_updated);
+}
+
+void Tgnn::backward_embedding(Arena& arena, const Tensor& d_emb, const Tensor& d_updated) {
+  const DType dtype = store_->dtype();
+  const TgnnInputs& in = *step_.in;
+  const bool memory = cfg_.memory != MemoryKind::none;
+  if (cfg_.embedding == EmbeddingKind::identity) {
+    ops::scatter_add_rows(d_updated, d_emb, in.root_row);
+    return;
+  }
+  if (cfg_.embedding == EmbeddingKind::jodie) {
+    Tensor d_h0 = arena.alloc(dtype, Shape(step_.roots, cfg_.d_mem));
+    jodie_->backward(arena, d_h0, d_emb, step_.jodie);
+    ops::scatter_add_rows(d_updated, d_h0, in.root_row);
+    return;
+  }
+  const int layers = cfg_.layers;
+  const int64_t k = cfg_.neighbours;
+  // dh[i][j]: gradient of h[i][j]; h[i][j] feeds layer i as the roots of hop j and as the
+  // neighbours of hop j - 1, so both contributions are summed.
+  std::array<std::array<Tensor, kMaxHops + 1>, kMaxHops + 1> dh;
+  dh[layers][0] = d_emb;
+  for (int i = layers - 1; i >= 0; --i) {
+    const int64_t width = i == 0 ? cfg_.d_input() : cfg_.d_emb;
+    const bool want_inputs = i > 0 || memory;
+    for (int j = 0; j <= layers - i; ++j) {
+      dh[i][j] = arena.alloc(dtype, Shape(hop_roots(j), width));
+      ops::fill(dh[i][j], 0.0);
+    }
+    for (int j = 0; j < layers - i; ++j) {
+      const int64_t r = hop_roots(j);
+      Tensor d_root = arena.alloc(dtype, Shape(r, width));
+      Tensor d_nbr = want_inputs ? arena.alloc(dtype, Shape(r, k, width)) : Tensor{};
+      attention_[i].backward(d_root, d_nbr, Tensor{}, attention_params_[i].grad, dh[i + 1][j],
+                             step_.attn[i][j], attention_params_[i].value, arena);
+      if (!want_inputs) continue;
+      ops::axpy(dh[i][j], 1.0, d_root);
+      ops::axpy(dh[i][j + 1], 1.0, d_nbr.reshape(Shape(r * k, width)));
+    }
+  }
+  if (!memory) return;
+  ops::scatter_add_rows(d_updated, dh[0][0], in.root_row);
+  for (int j = 1; j <= layers; ++j) ops::scatter_add_rows(d_updated, dh[0][j], in.slot_row[j - 1]);
+}
+
+void Tgnn::backward_memory(Arena& arena, const Tensor& d_updated) {
+  if (recurrent_) {
+    recurrent_->backward(arena, Tensor{}, Tensor{}, d_updated, step_.recurrent);
+  } else if (apan_) {
+    // The stored memory is detached state: its gradient is scratch.
+    Tensor d_memory = arena.alloc(store_->dtype(), Shape(step_.u, cfg_.d_mem));
+    apan_->backward(d_memory, Tensor{}, apan_params_.grad, d_updated, step_.apan,
+                    apan_params_.value, arena);
+  }
+}
+
+}  // namespace depbloom::model

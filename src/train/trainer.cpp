@@ -1,0 +1,275 @@
+// Trainer: epochs, steps, evaluation passes and checkpoints around the Tgnn.
+#include "depbloom/train/trainer.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "depbloom/backend/ops.h"
+#include "depbloom/backend/runtime.h"
+#include "depbloom/core/timer.h"
+#include "depbloom/model/dropout.h"
+
+namespace depbloom::train {
+namespace {
+
+constexpr uint32_t kSplitVal = 1, kSplitTest = 2;
+
+std::unique_ptr<graph::NeighbourSampler> make_sampler(const graph::TemporalCsr& csr,
+                                                      const TrainerConfig& cfg, int32_t hops) {
+  if (hops == 0) return nullptr;
+  const int32_t k = cfg.model.neighbours;
+  if (cfg.uniform_sampling) return std::make_unique<graph::UniformSampler>(csr, k, hops, cfg.seed);
+  return std::make_unique<graph::RecentSampler>(csr, k, hops);
+}
+
+}  // namespace
+
+Trainer::Trainer(const data::EventStream& stream, const data::ChronoSplit& split,
+                 const TrainerConfig& cfg)
+    : stream_(stream), split_(split), cfg_(cfg), arena_(cfg.device) {
+  DB_ASSERT(cfg.dtype == DType::f32 || cfg.device.is_cpu(), "f64 training runs on the CPU only");
+  if (split.train.empty()) DB_THROW(data, "{}: the training split is empty", stream.source);
+  cfg_.model.d_edge = stream.edge_dim;
+  store_ = std::make_unique<model::ParameterStore>(cfg.dtype, cfg.device);
+  model_ = std::make_unique<model::Tgnn>(*store_, cfg_.model);
+  store_->finalize();
+  store_->initialize(cfg.seed);
+  model_->bind();
+
+  const auto& m = cfg_.model;
+  const bool memory = m.memory != model::MemoryKind::none;
+  const int64_t d_mem = memory ? m.d_mem : 1;
+  const int slots = memory ? m.mailbox : 1;
+  const int64_t d_mail = memory ? m.d_mail() : 1;
+  state_ = std::make_unique<model::NodeState>(stream.num_nodes, d_mem, d_mail, slots, cfg.dtype,
+                                              cfg.device);
+  backup_a_ = std::make_unique<model::NodeState>(stream.num_nodes, d_mem, d_mail, slots,
+                                                 cfg.dtype, cfg.device);
+  backup_b_ = std::make_unique<model::NodeState>(stream.num_nodes, d_mem, d_mail, slots,
+                                                 cfg.dtype, cfg.device);
+
+  PlannerConfig pc;
+  pc.hops = m.hops();
+  pc.neighbours = m.neighbours;
+  pc.deliver_to_neighbours = cfg.deliver_to_neighbours && memory;
+  pc.prop_time = cfg.prop_time;
+  pc.memory = memory;
+  pc.mail_mask = m.memory == model::MemoryKind::transformer;
+  pc.jodie = m.embedding == model::EmbeddingKind::jodie;
+  const int32_t hops = std::max<int32_t>(pc.hops, pc.deliver_to_neighbours ? 1 : 0);
+  // TGN's protocol samples training neighbours from the training events only (the held-out
+  // nodes stay unseen) and evaluation neighbours from the whole stream.
+  train_csr_ = graph::TemporalCsr::build(stream, split.train);
+  full_csr_ = graph::TemporalCsr::build(stream);
+  train_sampler_ = make_sampler(train_csr_, cfg_, hops);
+  eval_sampler_ = make_sampler(full_csr_, cfg_, hops);
+  planner_ = std::make_unique<BatchPlanner>(stream, train_sampler_.get(), pc, cfg.dtype, cfg.device);
+  train_negatives_ = std::make_unique<graph::TrainNegativeSampler>(stream, cfg.seed);
+  eval_negatives_ = std::make_unique<graph::EvalNegativeSampler>(
+      stream, split.train, cfg.eval_strategy, cfg.eval_negatives, cfg.seed);
+
+  if (stream.edge_dim > 0) {
+    const Shape shape(stream.num_events(), stream.edge_dim);
+    edge_feat_ = OwnedTensor(cfg.dtype, shape, cfg.device);
+    if (cfg.dtype == DType::f32) {
+      ops::copy(edge_feat_, Tensor::wrap(const_cast<float*>(stream.edge_feat.data()), shape));
+    } else {
+      std::vector<double> wide(stream.edge_feat.begin(), stream.edge_feat.end());
+      ops::copy(edge_feat_, Tensor::wrap(wide.data(), shape));
+    }
+  }
+  const int64_t b = cfg.batch_size;
+  std::vector<double> t(static_cast<size_t>(2 * b), 0.0);
+  std::fill(t.begin(), t.begin() + b, 1.0);
+  targets_ = OwnedTensor(cfg.dtype, Shape(2 * b), cfg.device);
+  if (cfg.dtype == DType::f64) {
+    ops::copy(targets_, Tensor::wrap(t.data(), Shape(2 * b)));
+  } else {
+    std::vector<float> f(t.begin(), t.end());
+    ops::copy(targets_, Tensor::wrap(f.data(), Shape(2 * b)));
+  }
+  const int64_t most = std::max(cfg.batch_size, cfg.eval_batch_size);
+  negatives_.reserve(static_cast<size_t>(most * std::max(1, cfg.eval_negatives)));
+  const size_t eval_events = split.val.size() + split.test.size();
+  metrics_.reserve(eval_events * (1 + static_cast<size_t>(cfg.eval_negatives)),
+                   static_cast<size_t>(most * (1 + cfg.eval_negatives)));
+}
+
+Trainer::~Trainer() = default;
+
+double Trainer::step_loss(const int64_t* events, int64_t count, int epoch, uint64_t first_row,
+                          bool with_gradients) {
+  DB_ASSERT(count > 0 && count <= cfg_.batch_size, "train step of {} events (batch size {})",
+            count, cfg_.batch_size);
+  const auto ep = static_cast<uint32_t>(epoch);
+  arena_.reset();
+  Stopwatch watch;
+  negatives_.resize(static_cast<size_t>(count));
+  train_negatives_->sample_events(events, count, 1, ep, negatives_.data());
+  planner_->set_sampler(train_sampler_.get());
+  planner_->plan(events, count, negatives_.data(), 1, ep, *state_);
+  model::TgnnInputs in = planner_->stage(arena_);
+  in.seed = cfg_.seed;
+  in.epoch = ep;
+  in.first_row = first_row;
+  stages_.sample += watch.seconds();
+
+  watch.restart();
+  const DType dtype = store_->dtype();
+  Tensor logits = arena_.alloc(dtype, Shape(2 * count));
+  model_->forward(arena_, in, *state_, edge_feat_.view(), true, logits);
+  // TGL's loss: BCE(pos, 1) + BCE(neg, 0), each a mean over the batch's events.
+  Tensor targets = Tensor(targets_.view().raw(), dtype, Shape(2 * count), cfg_.device);
+  if (count < cfg_.batch_size) {  // a short last batch: ones then zeros, freshly laid out
+    targets = arena_.alloc(dtype, Shape(2 * count));
+    ops::fill(targets.rows(0, count), 1.0);
+    ops::fill(targets.rows(count, 2 * count), 0.0);
+  }
+  Tensor loss = arena_.alloc(dtype, Shape(1));
+  model::bce_loss_forward(loss, logits, targets);
+  double host_loss = 0;
+  if (dtype == DType::f64) {
+    ops::copy(Tensor::wrap(&host_loss, Shape(1)), loss);
+  } else {
+    float f = 0;
+    ops::copy(Tensor::wrap(&f, Shape(1)), loss);
+    host_loss = f;
+  }
+  host_loss *= 2.0;
+  stages_.forward += watch.seconds();
+  if (!std::isfinite(host_loss))
+    DB_THROW(runtime, "the training loss is {} at epoch {}, batch starting at event {}; stopping",
+             host_loss, epoch, events[0]);
+  if (!with_gradients) return host_loss;
+
+  watch.restart();
+  store_->zero_grad();
+  Tensor d_logits = arena_.alloc(dtype, Shape(2 * count));
+  model::bce_loss_backward(d_logits, logits, targets, 2.0);
+  model_->backward(arena_, d_logits);
+  stages_.backward += watch.seconds();
+  return host_loss;
+}
+
+double Trainer::train_step(const int64_t* events, int64_t count, int epoch, uint64_t first_row) {
+  const double loss = step_loss(events, count, epoch, first_row, true);
+  Stopwatch watch;
+  ops::AdamConfig adam;
+  adam.lr = cfg_.lr;
+  adam.weight_decay = cfg_.weight_decay;
+  store_->adam_step(adam);
+  stages_.optimiser += watch.seconds();
+
+  watch.restart();
+  planner_->write_back(arena_, *state_, model_->updated_memory(), edge_feat_.view());
+  stages_.write_back += watch.seconds();
+  loss_trace_.push_back(loss);
+  return loss;
+}
+
+EpochResult Trainer::run_epoch(int epoch, const ProgressFn& progress) {
+  EpochResult r;
+  r.epoch = epoch;
+  stages_ = StageTimes{};
+  state_->reset();
+  Stopwatch watch;
+  const auto& train = split_.train;
+  const auto total = static_cast<int64_t>(train.size());
+  int64_t batches = (total + cfg_.batch_size - 1) / cfg_.batch_size;
+  if (cfg_.max_batches > 0) batches = std::min(batches, cfg_.max_batches);
+  double loss_sum = 0;
+  for (int64_t b = 0; b < batches; ++b) {
+    const int64_t begin = b * cfg_.batch_size;
+    const int64_t count = std::min(cfg_.batch_size, total - begin);
+    loss_sum += train_step(train.data() + begin, count, epoch, static_cast<uint64_t>(begin) * 3);
+    r.events += count;
+    if (progress) progress(b + 1, batches, loss_sum / static_cast<double>(b + 1));
+  }
+  backend::synchronize();
+  r.batches = batches;
+  r.loss = batches > 0 ? loss_sum / static_cast<double>(batches) : 0.0;
+  r.train_seconds = watch.seconds();
+  r.stages = stages_;
+
+  watch.restart();
+  const bool new_nodes = cfg_.new_nodes && !split_.new_node_val.empty();
+  if (new_nodes) backup_a_->copy_from(*state_);
+  r.val = evaluate(split_.val, kSplitVal);
+  if (new_nodes) {
+    backup_b_->copy_from(*state_);
+    state_->copy_from(*backup_a_);
+    r.val_new = evaluate(split_.new_node_val, kSplitVal);
+    state_->copy_from(*backup_b_);
+  }
+  r.eval_seconds = watch.seconds();
+  return r;
+}
+
+std::pair<EvalResult, EvalResult> Trainer::test() {
+  EvalResult all, fresh;
+  const bool new_nodes = cfg_.new_nodes && !split_.new_node_test.empty();
+  if (new_nodes) backup_a_->copy_from(*state_);
+  all = evaluate(split_.test, kSplitTest);
+  if (new_nodes) {
+    backup_b_->copy_from(*state_);
+    state_->copy_from(*backup_a_);
+    fresh = evaluate(split_.new_node_test, kSplitTest);
+    state_->copy_from(*backup_b_);
+  }
+  return {all, fresh};
+}
+
+EvalResult Trainer::evaluate(const std::vector<int64_t>& events, uint32_t split_id) {
+  EvalResult r;
+  if (events.empty()) return r;
+  Stopwatch watch;
+  const int32_t k = cfg_.eval_negatives;
+  const int64_t total = static_cast<int64_t>(events.size());
+  const DType dtype = store_->dtype();
+  metrics_.clear();
+  double rr_sum = 0;
+  planner_->set_sampler(eval_sampler_.get());
+  for (int64_t begin = 0; begin < total; begin += cfg_.eval_batch_size) {
+    const int64_t count = std::min(cfg_.eval_batch_size, total - begin);
+    const int64_t* batch = events.data() + begin;
+    arena_.reset();
+    negatives_.resize(static_cast<size_t>(count * k));
+    eval_negatives_->sample_events(split_id, batch, count, negatives_.data());
+    planner_->plan(batch, count, negatives_.data(), k, 0, *state_);
+    model::TgnnInputs in = planner_->stage(arena_);
+    in.seed = cfg_.seed;
+    const int64_t n = (1 + k) * count;
+    Tensor logits = arena_.alloc(dtype, Shape(n));
+    model_->forward(arena_, in, *state_, edge_feat_.view(), false, logits);
+    scores_.resize(static_cast<size_t>(n));
+    if (dtype == DType::f32) {
+      ops::copy(Tensor::wrap(scores_.data(), Shape(n)), logits);
+    } else {
+      Tensor host = arena_.alloc(DType::f64, Shape(n));
+      ops::copy(host, logits);
+      for (int64_t i = 0; i < n; ++i) scores_[static_cast<size_t>(i)] = static_cast<float>(host.data<double>()[i]);
+    }
+    metrics_.add_batch(scores_.data(), static_cast<size_t>(count), scores_.data() + count,
+                       static_cast<size_t>(k * count));
+    if (k > 1) {  // MRR wants [B, K]: negative j of event b sits at block j, row b
+      neg_scores_.resize(static_cast<size_t>(k * count));
+      for (int64_t b = 0; b < count; ++b)
+        for (int32_t j = 0; j < k; ++j)
+          neg_scores_[static_cast<size_t>(b * k + j)] = scores_[static_cast<size_t>(count + j * count + b)];
+      rr_sum += mean_reciprocal_rank(scores_.data(), neg_scores_.data(), static_cast<size_t>(count),
+                                     static_cast<size_t>(k)) *
+                static_cast<double>(count);
+    }
+    planner_->write_back(arena_, *state_, model_->updated_memory(), edge_feat_.view());
+  }
+  planner_->set_sampler(train_sampler_.get());
+  r.valid = true;
+  r.events = total;
+  r.whole = metrics_.whole_split();
+  r.batch_mean = metrics_.batch_mean();
+  if (k > 1) r.mrr = rr_sum / static_cast<double>(total);
+  r.seconds = watch.seconds();
+  return r;
+}
+
+}  // namespace depbloom::train

@@ -1,0 +1,90 @@
+// Trainer checkpoints: the flat parameter, gradient-free Adam state and node state blobs,
+// copied through the host, plus a layout signature so that a checkpoint of another model
+// is refused with a message instead of being loaded into the wrong rows.
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "depbloom/backend/ops.h"
+#include "depbloom/train/trainer.h"
+
+namespace depbloom::train {
+namespace {
+
+std::vector<int64_t> dims_of(const Tensor& t) {
+  return std::vector<int64_t>(t.shape().dims.begin(), t.shape().dims.begin() + t.rank());
+}
+
+void add_device(Checkpoint& c, const std::string& name, const Tensor& t) {
+  OwnedTensor host(t.dtype(), t.shape());
+  ops::copy(host, t);
+  c.add(name, host.view());
+}
+
+void load_device(const Checkpoint& c, const std::string& name, const Tensor& t) {
+  const CheckpointBlob& b = c.get(name, t.dtype(), dims_of(t));
+  Tensor host(const_cast<uint8_t*>(b.bytes.data()), t.dtype(), t.shape());
+  ops::copy(t, host);
+}
+
+// Parameter names and sizes in layout order: two models agree on it iff their flat
+// buffers mean the same thing.
+std::string layout_signature(const model::ParameterStore& store) {
+  std::string s;
+  for (const auto& e : store.entries()) s += e.name + ":" + e.shape.str() + ";";
+  return s;
+}
+
+}  // namespace
+
+Checkpoint Trainer::save(int64_t epoch, const std::string& config_text) const {
+  Checkpoint c;
+  c.epoch = epoch;
+  c.step = store_->adam_steps();
+  c.rng_state = {cfg_.seed};
+  c.config_text = config_text;
+  const std::string sig = layout_signature(*store_);
+  c.add("model.layout", DType::u8, {static_cast<int64_t>(sig.size())}, sig.data(), sig.size());
+  add_device(c, "params", store_->values());
+  add_device(c, "adam.m", store_->moments_m());
+  add_device(c, "adam.v", store_->moments_v());
+  add_device(c, "state.memory", state_->memory());
+  add_device(c, "state.last_update", state_->last_update());
+  add_device(c, "state.mail", state_->mail());
+  add_device(c, "state.mail_ts", state_->mail_ts());
+  const auto n = static_cast<int64_t>(state_->ring_heads().size());
+  c.add("state.ring_head", DType::i32, {n}, state_->ring_heads().data(), sizeof(int32_t) * n);
+  c.add("state.ring_count", DType::i32, {n}, state_->ring_counts().data(), sizeof(int32_t) * n);
+  return c;
+}
+
+void Trainer::load(const Checkpoint& c) {
+  const std::string where = c.source.empty() ? std::string("checkpoint") : c.source;
+  const std::string sig = layout_signature(*store_);
+  const CheckpointBlob* layout = c.find("model.layout");
+  if (layout == nullptr ||
+      std::string(layout->bytes.begin(), layout->bytes.end()) != sig)
+    DB_THROW(data, "{}: the checkpoint holds another model (its parameter layout differs from "
+                   "this config's)", where);
+  load_device(c, "params", store_->values());
+  load_device(c, "adam.m", store_->moments_m());
+  load_device(c, "adam.v", store_->moments_v());
+  store_->set_adam_steps(c.step);
+  load_device(c, "state.memory", state_->memory());
+  load_device(c, "state.last_update", state_->last_update());
+  load_device(c, "state.mail", state_->mail());
+  load_device(c, "state.mail_ts", state_->mail_ts());
+  const auto n = static_cast<int64_t>(state_->ring_heads().size());
+  const CheckpointBlob& heads = c.get("state.ring_head", DType::i32, {n});
+  const CheckpointBlob& counts = c.get("state.ring_count", DType::i32, {n});
+  std::vector<int32_t> h(static_cast<size_t>(n)), k(static_cast<size_t>(n));
+  std::memcpy(h.data(), heads.bytes.data(), heads.bytes.size());
+  std::memcpy(k.data(), counts.bytes.data(), counts.bytes.size());
+  for (int64_t i = 0; i < n; ++i)
+    if (h[static_cast<size_t>(i)] < 0 || h[static_cast<size_t>(i)] >= state_->mail_slots() ||
+        k[static_cast<size_t>(i)] < 0 || k[static_cast<size_t>(i)] > state_->mail_slots())
+      DB_THROW(data, "{}: mailbox ring of node {} is out of range", where, i);
+  state_->set_rings(h, k);
+}
+
+}  // namespace depbloom::train
