@@ -38,8 +38,8 @@ json eval_json(const train::EvalResult& r) {
 
 std::string eval_text(const char* name, const train::EvalResult& r) {
   if (!r.valid) return "";
-  std::string s = fmt::format("{} AP {:.4f} AUC {:.4f} (per-batch mean AP {:.4f} AUC {:.4f})",
-                              name, r.whole.ap, r.whole.auc, r.batch_mean.ap, r.batch_mean.auc);
+  std::string s = fmt::format("{} AP {:.4f} AUC {:.4f} (per-batch mean AP {:.4f} AUC {:.4f})", name,
+                              r.whole.ap, r.whole.auc, r.batch_mean.ap, r.batch_mean.auc);
   if (r.mrr >= 0) s += fmt::format(" MRR {:.4f}", r.mrr);
   return s;
 }
@@ -109,8 +109,8 @@ train::TrainerConfig trainer_config(const OptionRegistry& cfg, Device device) {
   require(cfg.get<int64_t>("sampling.history") == 1, "sampling.history",
           "memory-based models sample one snapshot; use 1");
   require(cfg.get<int64_t>("train.reorder") == 0, "train.reorder", "only 0 is supported");
-  require(!cfg.get<bool>("gnn.use_src_emb") && !cfg.get<bool>("gnn.use_dst_emb"),
-          "gnn.use_src_emb", "only false is supported");
+  require(!cfg.get<bool>("gnn.use_src_emb") && !cfg.get<bool>("gnn.use_dst_emb"), "gnn.use_src_emb",
+          "only false is supported");
   t.uniform_sampling = cfg.get<std::string>("sampling.strategy") == "uniform";
   t.prop_time = cfg.get<bool>("sampling.prop_time");
   t.deliver_to_neighbours = cfg.get<std::string>("memory.deliver_to") == "neighbors";
@@ -120,7 +120,8 @@ train::TrainerConfig trainer_config(const OptionRegistry& cfg, Device device) {
   require(t.lr > 0, "train.lr", "the learning rate must be positive");
   t.weight_decay = cfg.get<double>("train.weight_decay");
   t.eval_negatives = static_cast<int32_t>(cfg.get<int64_t>("eval.negatives"));
-  t.eval_strategy = graph::parse_eval_negative_strategy(cfg.get<std::string>("eval.negative_strategy"));
+  t.eval_strategy =
+      graph::parse_eval_negative_strategy(cfg.get<std::string>("eval.negative_strategy"));
   t.new_nodes = cfg.get<bool>("eval.new_nodes");
   t.max_batches = cfg.get<int64_t>("run.max_batches");
   t.seed = static_cast<uint64_t>(cfg.get<int64_t>("run.seed"));
@@ -165,8 +166,11 @@ int run_train_command(OptionRegistry& cfg, const TrainCommand& cmd) {
     auto [test, test_new] = trainer.test();
     spdlog::info("{}", eval_text("test", test));
     if (test_new.valid) spdlog::info("{}", eval_text("test (new nodes)", test_new));
-    append_line(metrics, {{"split", "test"}, {"checkpoint", cmd.eval_ckpt}, {"epoch", c.epoch},
-                          {"test", eval_json(test)}, {"test_new_nodes", eval_json(test_new)}});
+    append_line(metrics, {{"split", "test"},
+                          {"checkpoint", cmd.eval_ckpt},
+                          {"epoch", c.epoch},
+                          {"test", eval_json(test)},
+                          {"test_new_nodes", eval_json(test_new)}});
     return 0;
   }
 
@@ -209,22 +213,27 @@ int run_train_command(OptionRegistry& cfg, const TrainCommand& cmd) {
     train::EpochResult r = trainer.run_epoch(epoch, progress);
     const double eps = static_cast<double>(r.events) / r.train_seconds;
     spdlog::info("epoch {}/{}: loss {:.4f}, {:.2f} s ({:.0f} events/s); {}{}{}", epoch, epochs,
-                 r.loss, r.train_seconds, eps, eval_text("val", r.val),
-                 r.val_new.valid ? "; " : "", eval_text("new-node val", r.val_new));
-    spdlog::info("  stages: sample {:.2f} s, forward {:.2f} s, backward {:.2f} s, optimiser "
-                 "{:.2f} s, write-back {:.2f} s, evaluation {:.2f} s",
-                 r.stages.sample, r.stages.forward, r.stages.backward, r.stages.optimiser,
-                 r.stages.write_back, r.eval_seconds);
+                 r.loss, r.train_seconds, eps, eval_text("val", r.val), r.val_new.valid ? "; " : "",
+                 eval_text("new-node val", r.val_new));
+    spdlog::info(
+        "  stages: sample {:.2f} s, gather {:.2f} s, memory update {:.2f} s, forward "
+        "{:.2f} s, backward {:.2f} s, optimiser {:.2f} s, write-back {:.2f} s, "
+        "evaluation {:.2f} s; {:.0f} memory rows per batch",
+        r.stages.sample, r.stages.gather, r.stages.memory_update, r.stages.forward,
+        r.stages.backward, r.stages.optimiser, r.stages.write_back, r.eval_seconds, r.memory_rows);
     append_line(metrics, {{"epoch", epoch},
                           {"loss", r.loss},
                           {"train_events", r.events},
                           {"train_seconds", r.train_seconds},
                           {"events_per_s", eps},
+                          {"memory_rows_per_batch", r.memory_rows},
                           {"val", eval_json(r.val)},
                           {"val_new_nodes", eval_json(r.val_new)},
                           {"eval_seconds", r.eval_seconds},
                           {"stage_s",
                            {{"sample", r.stages.sample},
+                            {"gather", r.stages.gather},
+                            {"memory_update", r.stages.memory_update},
                             {"forward", r.stages.forward},
                             {"backward", r.stages.backward},
                             {"optimiser", r.stages.optimiser},
@@ -253,8 +262,10 @@ int run_train_command(OptionRegistry& cfg, const TrainCommand& cmd) {
   spdlog::info("best epoch {} (val per-batch AP {:.4f})", best_epoch, best_ap);
   spdlog::info("{}", eval_text("test", test));
   if (test_new.valid) spdlog::info("{}", eval_text("test (new nodes)", test_new));
-  append_line(metrics, {{"split", "test"}, {"best_epoch", best_epoch},
-                        {"test", eval_json(test)}, {"test_new_nodes", eval_json(test_new)}});
+  append_line(metrics, {{"split", "test"},
+                        {"best_epoch", best_epoch},
+                        {"test", eval_json(test)},
+                        {"test_new_nodes", eval_json(test_new)}});
   return 0;
 }
 

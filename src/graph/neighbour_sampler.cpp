@@ -184,8 +184,8 @@ void RecentSampler::fill_hop(const HopRoots& hop, uint32_t /*epoch*/, const Bloc
   const int32_t k = k_;
   const int64_t count = out.num_roots;
 
-#pragma omp parallel if (count >= kMinParallelRoots)
-  {
+// Inline below the threshold: an if-clause region allocates a one-thread team.
+  const auto body = [&] {
     // Per-thread copies: locals whose fields the compiler may keep in registers.
     const RootSource roots(csr, hop);
     const HopKernel kernel(csr, thread_hints(hop), out);
@@ -203,7 +203,13 @@ void RecentSampler::fill_hop(const HopRoots& hop, uint32_t /*epoch*/, const Bloc
       }
       kernel.clear(row + filled, row + k);
     }
+  };
+  if (count < kMinParallelRoots) {
+    body();
+    return;
   }
+#pragma omp parallel
+  body();
 }
 
 UniformSampler::UniformSampler(const TemporalCsr& csr, int32_t k, int32_t hops, uint64_t seed)
@@ -225,8 +231,8 @@ void UniformSampler::fill_hop(const HopRoots& hop, uint32_t epoch, const Block& 
   key.epoch = epoch;
   const uint32_t lane_base = static_cast<uint32_t>(hop.hop) << 16;
 
-#pragma omp parallel if (count >= kMinParallelRoots)
-  {
+// Inline below the threshold: an if-clause region allocates a one-thread team.
+  const auto body = [&] {
     const RootSource roots(csr, hop);
     const HopKernel kernel(csr, thread_hints(hop), out);
 #pragma omp for schedule(static)
@@ -252,7 +258,13 @@ void UniformSampler::fill_hop(const HopRoots& hop, uint32_t epoch, const Block& 
       }
       kernel.clear(row + filled, row + k);
     }
+  };
+  if (count < kMinParallelRoots) {
+    body();
+    return;
   }
+#pragma omp parallel
+  body();
 }
 
 }  // namespace depbloom::graph

@@ -50,7 +50,12 @@ void TrainNegativeSampler::sample(int64_t first_event, int64_t count, int32_t pe
   DB_ASSERT(first_event >= 0 && count >= 0 && per_event >= 1,
             "bad negative request: events [{}, +{}), {} per event", first_event, count, per_event);
   const RngKey key{seed_, static_cast<uint32_t>(RngPurpose::negative_train), epoch};
-#pragma omp parallel for schedule(static) if (count * per_event >= 4096)
+  if (count * per_event < 4096) {  // inline: an if-clause region allocates a team
+    for (int64_t i = 0; i < count; ++i)
+      fill_row(key, range_, first_event + i, per_event, out + i * per_event);
+    return;
+  }
+#pragma omp parallel for schedule(static)
   for (int64_t i = 0; i < count; ++i) {
     fill_row(key, range_, first_event + i, per_event, out + i * per_event);
   }
@@ -61,7 +66,11 @@ void TrainNegativeSampler::sample_events(const int64_t* events, int64_t count, i
   DB_ASSERT(count >= 0 && per_event >= 1, "bad negative request: {} events, {} per event", count,
             per_event);
   const RngKey key{seed_, static_cast<uint32_t>(RngPurpose::negative_train), epoch};
-#pragma omp parallel for schedule(static) if (count * per_event >= 4096)
+  if (count * per_event < 4096) {  // inline: an if-clause region allocates a team
+    for (int64_t i = 0; i < count; ++i) fill_row(key, range_, events[i], per_event, out + i * per_event);
+    return;
+  }
+#pragma omp parallel for schedule(static)
   for (int64_t i = 0; i < count; ++i) {
     fill_row(key, range_, events[i], per_event, out + i * per_event);
   }

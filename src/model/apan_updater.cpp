@@ -24,6 +24,7 @@ ApanMemoryUpdater::ApanMemoryUpdater(const ApanUpdaterConfig& cfg) : cfg_(cfg) {
             "{}: d_mem {} is not divisible into {} heads", kLayer, cfg.d_mem, cfg.heads);
   DB_ASSERT(cfg.dropout >= 0.0 && cfg.dropout < 1.0, "{}: dropout {} is outside [0, 1)", kLayer,
             cfg.dropout);
+  shapes_ = parameter_shapes();
 }
 
 std::vector<AttentionParamShape> ApanMemoryUpdater::parameter_shapes() const {
@@ -43,12 +44,12 @@ std::vector<AttentionParamShape> ApanMemoryUpdater::parameter_shapes() const {
 }
 
 void ApanMemoryUpdater::check_weights(const ApanUpdaterWeights& w, const char* what) const {
-  auto shapes = parameter_shapes();
-  auto fields = const_cast<ApanUpdaterWeights&>(w).all();
+  const auto& shapes = shapes_;
+  static constexpr Tensor ApanUpdaterWeights::*kFields[] = {&ApanUpdaterWeights::time_w, &ApanUpdaterWeights::time_b, &ApanUpdaterWeights::w_q, &ApanUpdaterWeights::b_q, &ApanUpdaterWeights::w_k, &ApanUpdaterWeights::b_k, &ApanUpdaterWeights::w_v, &ApanUpdaterWeights::b_v, &ApanUpdaterWeights::ln_gamma, &ApanUpdaterWeights::ln_beta, &ApanUpdaterWeights::w_o, &ApanUpdaterWeights::b_o};
   for (size_t i = 0; i < shapes.size(); ++i) {
     if (shapes[i].shape.numel() == 0) continue;  // time encoding switched off
-    DB_ASSERT(fields[i]->defined() && fields[i]->shape() == shapes[i].shape,
-              "{}: {} {} is {}, expected shape {}", kLayer, what, shapes[i].name, fields[i]->str(),
+    DB_ASSERT((w.*kFields[i]).defined() && (w.*kFields[i]).shape() == shapes[i].shape,
+              "{}: {} {} is {}, expected shape {}", kLayer, what, shapes[i].name, (w.*kFields[i]).str(),
               shapes[i].shape.str());
   }
 }

@@ -48,8 +48,8 @@ void NodeState::copy_from(const NodeState& other) {
 void NodeState::write_memory(const Tensor& rows, const Tensor& times, const Tensor& idx) {
   const int64_t n = idx.numel();
   ops::scatter_rows(memory_.view(), rows, idx);
-  ops::scatter_rows(last_update_.view().reshape(Shape(num_nodes_, 1)),
-                    times.reshape(Shape(n, 1)), idx);
+  ops::scatter_rows(last_update_.view().reshape(Shape(num_nodes_, 1)), times.reshape(Shape(n, 1)),
+                    idx);
 }
 
 void NodeState::write_mail(const Tensor& rows, const Tensor& times, const Tensor& flat_slot) {

@@ -25,6 +25,7 @@ TemporalAttentionLayer::TemporalAttentionLayer(const TemporalAttentionConfig& cf
             "{}: d_out {} is not divisible into {} heads", kLayer, cfg.d_out, cfg.heads);
   DB_ASSERT(cfg.dropout >= 0.0 && cfg.dropout < 1.0, "{}: dropout {} is outside [0, 1)", kLayer,
             cfg.dropout);
+  shapes_ = parameter_shapes();
 }
 
 std::vector<AttentionParamShape> TemporalAttentionLayer::parameter_shapes() const {
@@ -45,11 +46,11 @@ std::vector<AttentionParamShape> TemporalAttentionLayer::parameter_shapes() cons
 
 void TemporalAttentionLayer::check_weights(const TemporalAttentionWeights& w,
                                            const char* what) const {
-  auto shapes = parameter_shapes();
-  auto fields = const_cast<TemporalAttentionWeights&>(w).all();
+  const auto& shapes = shapes_;
+  static constexpr Tensor TemporalAttentionWeights::*kFields[] = {&TemporalAttentionWeights::time_w, &TemporalAttentionWeights::time_b, &TemporalAttentionWeights::w_q, &TemporalAttentionWeights::b_q, &TemporalAttentionWeights::w_k, &TemporalAttentionWeights::b_k, &TemporalAttentionWeights::w_v, &TemporalAttentionWeights::b_v, &TemporalAttentionWeights::w_o, &TemporalAttentionWeights::b_o, &TemporalAttentionWeights::ln_gamma, &TemporalAttentionWeights::ln_beta};
   for (size_t i = 0; i < shapes.size(); ++i) {
-    DB_ASSERT(fields[i]->defined() && fields[i]->shape() == shapes[i].shape,
-              "{}: {} {} is {}, expected shape {}", kLayer, what, shapes[i].name, fields[i]->str(),
+    DB_ASSERT((w.*kFields[i]).defined() && (w.*kFields[i]).shape() == shapes[i].shape,
+              "{}: {} {} is {}, expected shape {}", kLayer, what, shapes[i].name, (w.*kFields[i]).str(),
               shapes[i].shape.str());
   }
 }

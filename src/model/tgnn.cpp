@@ -4,6 +4,7 @@
 #include "depbloom/model/tgnn.h"
 
 #include "depbloom/backend/ops.h"
+#include "depbloom/core/timer.h"
 #include "depbloom/model/context.h"
 
 namespace depbloom::model {
@@ -53,14 +54,14 @@ RngKey dropout_key(uint64_t seed, uint32_t epoch, uint32_t stream) {
 void validate(const TgnnConfig& c) {
   if (c.embedding == EmbeddingKind::attention) {
     if (c.layers < 1 || c.layers > kMaxHops)
-      DB_THROW(config, "gnn.layer: {} attention layers; 1 to {} are supported", c.layers,
-               kMaxHops);
+      DB_THROW(config, "gnn.layer: {} attention layers; 1 to {} are supported", c.layers, kMaxHops);
     if (c.neighbours < 1) DB_THROW(config, "sampling.neighbor: needs at least 1 neighbour");
     if (c.d_emb % c.heads != 0)
       DB_THROW(config, "gnn.dim_out {} is not divisible by gnn.att_head {}", c.d_emb, c.heads);
   } else if (c.memory == MemoryKind::none) {
-    DB_THROW(config, "memory.type: none needs gnn.arch: transformer_attention (the identity "
-                     "embedding of no memory is nothing)");
+    DB_THROW(config,
+             "memory.type: none needs gnn.arch: transformer_attention (the identity "
+             "embedding of no memory is nothing)");
   }
   if (c.embedding == EmbeddingKind::jodie && c.memory == MemoryKind::transformer)
     DB_THROW(config, "gnn.time_transform: JODIE goes with a recurrent memory, not transformer");
@@ -68,16 +69,18 @@ void validate(const TgnnConfig& c) {
     DB_THROW(config, "memory.dim_out {} is not divisible by memory.attention_head {}", c.d_mem,
              c.memory_heads);
   if (c.memory != MemoryKind::transformer && c.memory != MemoryKind::none && c.mailbox != 1)
-    DB_THROW(config, "memory.mailbox_size: {} mails need memory.memory_update: transformer; "
-                     "the GRU and RNN updaters read one mail", c.mailbox);
+    DB_THROW(config,
+             "memory.mailbox_size: {} mails need memory.memory_update: transformer; "
+             "the GRU and RNN updaters read one mail",
+             c.mailbox);
 }
 
 Tgnn::Tgnn(ParameterStore& store, const TgnnConfig& cfg) : store_(&store), cfg_(cfg) {
   validate(cfg_);
   if (cfg_.memory == MemoryKind::gru || cfg_.memory == MemoryKind::rnn) {
     auto cell = cfg_.memory == MemoryKind::gru ? RecurrentCell::gru : RecurrentCell::rnn;
-    recurrent_ = std::make_unique<RecurrentMemoryUpdater>(store, "memory_updater", cell,
-                                                          cfg_.d_mail(), cfg_.d_mem_time, cfg_.d_mem);
+    recurrent_ = std::make_unique<RecurrentMemoryUpdater>(
+        store, "memory_updater", cell, cfg_.d_mail(), cfg_.d_mem_time, cfg_.d_mem);
   } else if (cfg_.memory == MemoryKind::transformer) {
     ApanUpdaterConfig a;
     a.d_mem = cfg_.d_mem;
@@ -125,18 +128,23 @@ void Tgnn::forward(Arena& arena, const TgnnInputs& in, const NodeState& state,
                    const Tensor& edge_feat, bool training, const Tensor& logits) {
   const int64_t batch = in.events;
   const int64_t roots = (2 + in.negatives) * batch;
-  DB_ASSERT(batch > 0 && in.root_row.numel() == roots && logits.numel() == (1 + in.negatives) * batch,
-            "tgnn: {} events with {} negatives need {} roots and {} logits, got {} and {}", batch,
-            in.negatives, roots, (1 + in.negatives) * batch, in.root_row.str(), logits.str());
+  DB_ASSERT(
+      batch > 0 && in.root_row.numel() == roots && logits.numel() == (1 + in.negatives) * batch,
+      "tgnn: {} events with {} negatives need {} roots and {} logits, got {} and {}", batch,
+      in.negatives, roots, (1 + in.negatives) * batch, in.root_row.str(), logits.str());
   step_.in = &in;
   step_.batch = batch;
   step_.roots = roots;
   step_.u = in.mem_node.numel();
   step_.training = training;
   update_memory(arena, in, state);
+  Stopwatch watch;
   embed(arena, in, edge_feat);
+  times_.embed += watch.seconds();
+  watch.restart();
   predictor_->forward(arena, step_.predictor, logits, step_.emb.rows(0, batch),
                       step_.emb.rows(batch, roots));
+  times_.predict += watch.seconds();
 }
 
 void Tgnn::update_memory(Arena& arena, const TgnnInputs& in, const NodeState& state) {
@@ -147,6 +155,7 @@ void Tgnn::update_memory(Arena& arena, const TgnnInputs& in, const NodeState& st
     ops::fill(step_.updated, 0.0);
     return;
   }
+  Stopwatch watch;
   const int64_t slots = state.mail_slots();
   step_.memory = arena.alloc(dtype, Shape(u, cfg_.d_mem));
   step_.last_update = arena.alloc(dtype, Shape(u));
@@ -156,6 +165,8 @@ void Tgnn::update_memory(Arena& arena, const TgnnInputs& in, const NodeState& st
   state.gather_last_update(step_.last_update, in.mem_node);
   state.gather_mail(step_.mail, step_.mail_ts, in.mem_node);
   step_.updated = arena.alloc(dtype, Shape(u, cfg_.d_mem));
+  times_.gather += watch.seconds();
+  watch.restart();
   if (recurrent_) {
     // TGL's GRU/RNN updaters encode the time since the memory's last update.
     step_.mail_dt = arena.alloc(dtype, Shape(u));
@@ -168,6 +179,7 @@ void Tgnn::update_memory(Arena& arena, const TgnnInputs& in, const NodeState& st
                    step_.mail_ts, in.mem_time, in.mem_mask, step_.training,
                    dropout_key(in.seed, in.epoch, 1), in.first_row);
   }
+  times_.memory_update += watch.seconds();
 }
 
 void Tgnn::embed(Arena& arena, const TgnnInputs& in, const Tensor& edge_feat) {
@@ -228,16 +240,22 @@ void Tgnn::embed(Arena& arena, const TgnnInputs& in, const Tensor& edge_feat) {
 void Tgnn::backward(Arena& arena, const Tensor& d_logits) {
   const DType dtype = store_->dtype();
   const int64_t batch = step_.batch, roots = step_.roots;
+  Stopwatch watch;
   Tensor d_emb = arena.alloc(dtype, Shape(roots, cfg_.d_out()));
   predictor_->backward(arena, d_emb.rows(0, batch), d_emb.rows(batch, roots), d_logits,
                        step_.predictor);
+  times_.backward_predict += watch.seconds();
+  watch.restart();
   Tensor d_updated;
   if (cfg_.memory != MemoryKind::none) {
     d_updated = arena.alloc(dtype, Shape(step_.u, cfg_.d_mem));
     ops::fill(d_updated, 0.0);
   }
   backward_embedding(arena, d_emb, d_updated);
+  times_.backward_embed += watch.seconds();
+  watch.restart();
   backward_memory(arena, d_updated);
+  times_.backward_memory += watch.seconds();
 }
 
 void Tgnn::backward_embedding(Arena& arena, const Tensor& d_emb, const Tensor& d_updated) {

@@ -181,12 +181,14 @@ model::TgnnInputs BatchPlanner::stage(Arena& arena) {
   in.mem_time = stage_times(arena, mem_time_, scratch_[0]);
   if (cfg_.jodie) in.mem_inv_time = stage_times(arena, mem_inv_time_, scratch_[1]);
   if (cfg_.mail_mask)
-    in.mem_mask = stage_raw(arena, mem_mask_.data(), Shape(u, static_cast<int64_t>(mem_mask_.size()) / u));
+    in.mem_mask =
+        stage_raw(arena, mem_mask_.data(), Shape(u, static_cast<int64_t>(mem_mask_.size()) / u));
   in.root_row = stage_raw(arena, root_row_.data(), Shape(roots()));
   for (int32_t l = 0; l < cfg_.hops; ++l) {
     const graph::Block& blk = blocks_.hop(l);
     const Shape grid(blk.num_roots, blk.k);
-    in.slot_row[l] = stage_raw(arena, slot_row_[static_cast<size_t>(l)].data(), Shape(blk.num_slots()));
+    in.slot_row[l] =
+        stage_raw(arena, slot_row_[static_cast<size_t>(l)].data(), Shape(blk.num_slots()));
     in.slot_eid[l] = stage_raw(arena, blk.eid, Shape(blk.num_slots()));
     in.slot_mask[l] = stage_raw(arena, blk.mask, grid);
     if (dtype_ == DType::f32) {

@@ -43,10 +43,10 @@ Trainer::Trainer(const data::EventStream& stream, const data::ChronoSplit& split
   const int64_t d_mail = memory ? m.d_mail() : 1;
   state_ = std::make_unique<model::NodeState>(stream.num_nodes, d_mem, d_mail, slots, cfg.dtype,
                                               cfg.device);
-  backup_a_ = std::make_unique<model::NodeState>(stream.num_nodes, d_mem, d_mail, slots,
-                                                 cfg.dtype, cfg.device);
-  backup_b_ = std::make_unique<model::NodeState>(stream.num_nodes, d_mem, d_mail, slots,
-                                                 cfg.dtype, cfg.device);
+  backup_a_ = std::make_unique<model::NodeState>(stream.num_nodes, d_mem, d_mail, slots, cfg.dtype,
+                                                 cfg.device);
+  backup_b_ = std::make_unique<model::NodeState>(stream.num_nodes, d_mem, d_mail, slots, cfg.dtype,
+                                                 cfg.device);
 
   PlannerConfig pc;
   pc.hops = m.hops();
@@ -63,7 +63,8 @@ Trainer::Trainer(const data::EventStream& stream, const data::ChronoSplit& split
   full_csr_ = graph::TemporalCsr::build(stream);
   train_sampler_ = make_sampler(train_csr_, cfg_, hops);
   eval_sampler_ = make_sampler(full_csr_, cfg_, hops);
-  planner_ = std::make_unique<BatchPlanner>(stream, train_sampler_.get(), pc, cfg.dtype, cfg.device);
+  planner_ =
+      std::make_unique<BatchPlanner>(stream, train_sampler_.get(), pc, cfg.dtype, cfg.device);
   train_negatives_ = std::make_unique<graph::TrainNegativeSampler>(stream, cfg.seed);
   eval_negatives_ = std::make_unique<graph::EvalNegativeSampler>(
       stream, split.train, cfg.eval_strategy, cfg.eval_negatives, cfg.seed);
@@ -99,8 +100,8 @@ Trainer::~Trainer() = default;
 
 double Trainer::step_loss(const int64_t* events, int64_t count, int epoch, uint64_t first_row,
                           bool with_gradients) {
-  DB_ASSERT(count > 0 && count <= cfg_.batch_size, "train step of {} events (batch size {})",
-            count, cfg_.batch_size);
+  DB_ASSERT(count > 0 && count <= cfg_.batch_size, "train step of {} events (batch size {})", count,
+            cfg_.batch_size);
   const auto ep = static_cast<uint32_t>(epoch);
   arena_.reset();
   Stopwatch watch;
@@ -109,6 +110,7 @@ double Trainer::step_loss(const int64_t* events, int64_t count, int epoch, uint6
   planner_->set_sampler(train_sampler_.get());
   planner_->plan(events, count, negatives_.data(), 1, ep, *state_);
   model::TgnnInputs in = planner_->stage(arena_);
+  memory_rows_ += planner_->memory_rows();
   in.seed = cfg_.seed;
   in.epoch = ep;
   in.first_row = first_row;
@@ -171,12 +173,15 @@ EpochResult Trainer::run_epoch(int epoch, const ProgressFn& progress) {
   EpochResult r;
   r.epoch = epoch;
   stages_ = StageTimes{};
+  model_->times() = model::TgnnTimes{};
+  memory_rows_ = 0;
   state_->reset();
   Stopwatch watch;
   const auto& train = split_.train;
   const auto total = static_cast<int64_t>(train.size());
   int64_t batches = (total + cfg_.batch_size - 1) / cfg_.batch_size;
   if (cfg_.max_batches > 0) batches = std::min(batches, cfg_.max_batches);
+  loss_trace_.reserve(loss_trace_.size() + static_cast<size_t>(batches));
   double loss_sum = 0;
   for (int64_t b = 0; b < batches; ++b) {
     const int64_t begin = b * cfg_.batch_size;
@@ -190,6 +195,12 @@ EpochResult Trainer::run_epoch(int epoch, const ProgressFn& progress) {
   r.loss = batches > 0 ? loss_sum / static_cast<double>(batches) : 0.0;
   r.train_seconds = watch.seconds();
   r.stages = stages_;
+  const model::TgnnTimes& t = model_->times();
+  r.stages.gather = t.gather;
+  r.stages.memory_update = t.memory_update;
+  r.stages.forward -= t.gather + t.memory_update;
+  r.memory_rows =
+      batches > 0 ? static_cast<double>(memory_rows_) / static_cast<double>(batches) : 0;
 
   watch.restart();
   const bool new_nodes = cfg_.new_nodes && !split_.new_node_val.empty();
@@ -247,7 +258,8 @@ EvalResult Trainer::evaluate(const std::vector<int64_t>& events, uint32_t split_
     } else {
       Tensor host = arena_.alloc(DType::f64, Shape(n));
       ops::copy(host, logits);
-      for (int64_t i = 0; i < n; ++i) scores_[static_cast<size_t>(i)] = static_cast<float>(host.data<double>()[i]);
+      for (int64_t i = 0; i < n; ++i)
+        scores_[static_cast<size_t>(i)] = static_cast<float>(host.data<double>()[i]);
     }
     metrics_.add_batch(scores_.data(), static_cast<size_t>(count), scores_.data() + count,
                        static_cast<size_t>(k * count));
@@ -255,7 +267,8 @@ EvalResult Trainer::evaluate(const std::vector<int64_t>& events, uint32_t split_
       neg_scores_.resize(static_cast<size_t>(k * count));
       for (int64_t b = 0; b < count; ++b)
         for (int32_t j = 0; j < k; ++j)
-          neg_scores_[static_cast<size_t>(b * k + j)] = scores_[static_cast<size_t>(count + j * count + b)];
+          neg_scores_[static_cast<size_t>(b * k + j)] =
+              scores_[static_cast<size_t>(count + j * count + b)];
       rr_sum += mean_reciprocal_rank(scores_.data(), neg_scores_.data(), static_cast<size_t>(count),
                                      static_cast<size_t>(k)) *
                 static_cast<double>(count);

@@ -62,10 +62,11 @@ void Trainer::load(const Checkpoint& c) {
   const std::string where = c.source.empty() ? std::string("checkpoint") : c.source;
   const std::string sig = layout_signature(*store_);
   const CheckpointBlob* layout = c.find("model.layout");
-  if (layout == nullptr ||
-      std::string(layout->bytes.begin(), layout->bytes.end()) != sig)
-    DB_THROW(data, "{}: the checkpoint holds another model (its parameter layout differs from "
-                   "this config's)", where);
+  if (layout == nullptr || std::string(layout->bytes.begin(), layout->bytes.end()) != sig)
+    DB_THROW(data,
+             "{}: the checkpoint holds another model (its parameter layout differs from "
+             "this config's)",
+             where);
   load_device(c, "params", store_->values());
   load_device(c, "adam.m", store_->moments_m());
   load_device(c, "adam.v", store_->moments_v());

@@ -12,8 +12,8 @@
 namespace depbloom::cli {
 
 struct TrainCommand {
-  std::string data_path;   // resolved (the shipped stream when data.path is empty)
-  std::string run_dir;     // created; holds config.yaml, metrics.jsonl, *.ckpt
+  std::string data_path;  // resolved (the shipped stream when data.path is empty)
+  std::string run_dir;    // created; holds config.yaml, metrics.jsonl, *.ckpt
   Device device = Device::cpu();
   std::string resume_dir;  // --resume: continue the run in this folder
   std::string eval_ckpt;   // --eval-only: evaluate this checkpoint

@@ -93,6 +93,7 @@ class ApanMemoryUpdater {
 
  private:
   void check_weights(const ApanUpdaterWeights& w, const char* what) const;
+  std::vector<AttentionParamShape> shapes_;  // parameter_shapes(), cached
   ApanUpdaterConfig cfg_;
 };
 

@@ -108,6 +108,7 @@ class TemporalAttentionLayer {
 
  private:
   void check_weights(const TemporalAttentionWeights& w, const char* what) const;
+  std::vector<AttentionParamShape> shapes_;  // parameter_shapes(), cached
   TemporalAttentionConfig cfg_;
 };
 

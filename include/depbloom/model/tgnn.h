@@ -60,21 +60,28 @@ void validate(const TgnnConfig& cfg);
 // time) pairs among the roots and the sampled neighbours; each gets its memory updated
 // from its mailbox at that time (TGL's semantics) and feeds every position that names it.
 struct TgnnInputs {
-  int64_t events = 0;   // B
+  int64_t events = 0;     // B
   int32_t negatives = 1;  // K
-  Tensor mem_node;      // [U] i32 node ids
-  Tensor mem_time;      // [U] the update time (state dtype)
-  Tensor mem_inv_time;  // [U] 1 / (time + 1), JODIE's normalisation of dt (JODIE only)
-  Tensor mem_mask;      // [U, slots] u8, 1 = the slot holds a mail (transformer updater)
-  Tensor root_row;      // [(2+K)B] i32 memory row of each root
+  Tensor mem_node;        // [U] i32 node ids
+  Tensor mem_time;        // [U] the update time (state dtype)
+  Tensor mem_inv_time;    // [U] 1 / (time + 1), JODIE's normalisation of dt (JODIE only)
+  Tensor mem_mask;        // [U, slots] u8, 1 = the slot holds a mail (transformer updater)
+  Tensor root_row;        // [(2+K)B] i32 memory row of each root
   // Per sampled hop l < hops(): R_l = (2+K)B k^l roots, each with `neighbours` slots.
   std::array<Tensor, kMaxHops> slot_row;   // [R_l * k] i32 memory row, -1 for an empty slot
   std::array<Tensor, kMaxHops> slot_eid;   // [R_l * k] i64 edge feature row, -1 when empty
   std::array<Tensor, kMaxHops> slot_dt;    // [R_l, k] root time - edge time (state dtype)
   std::array<Tensor, kMaxHops> slot_mask;  // [R_l, k] u8
-  uint64_t seed = 0;        // dropout draws: (seed, epoch, first_row + row)
+  uint64_t seed = 0;                       // dropout draws: (seed, epoch, first_row + row)
   uint32_t epoch = 0;
-  uint64_t first_row = 0;   // global index of this batch's first root row
+  uint64_t first_row = 0;  // global index of this batch's first root row
+};
+
+// Host wall time per part of the step, accumulated until reset (on a GPU the launches are
+// asynchronous, so time lands where the host next waits).
+struct TgnnTimes {
+  double gather = 0, memory_update = 0, embed = 0, predict = 0;
+  double backward_predict = 0, backward_embed = 0, backward_memory = 0;
 };
 
 class Tgnn {
@@ -89,14 +96,16 @@ class Tgnn {
   // logits [(1+K)B]: TGL's order (positives, then the K negative blocks). edge_feat
   // [E, d_edge] on the device (Tensor{} without edge features). Everything the backward
   // needs lives in `arena` until its reset.
-  void forward(Arena& arena, const TgnnInputs& in, const NodeState& state,
-               const Tensor& edge_feat, bool training, const Tensor& logits);
+  void forward(Arena& arena, const TgnnInputs& in, const NodeState& state, const Tensor& edge_feat,
+               bool training, const Tensor& logits);
   // Accumulates the parameter gradients of loss(logits) given d_logits [(1+K)B].
   void backward(Arena& arena, const Tensor& d_logits);
 
   // [U, d_mem] the updated memory of every memory row of the last forward (detach by
   // copying); undefined for memory none.
   const Tensor& updated_memory() const { return step_.updated; }
+
+  TgnnTimes& times() { return times_; }
 
  private:
   struct AttentionParams {
@@ -118,9 +127,9 @@ class Tgnn {
     Tensor updated;                             // [U, d_input] the updated memory
     MemoryUpdaterContext recurrent;
     ApanUpdaterContext apan;
-    Tensor jodie_dt;                        // [R0] JODIE's normalised time since update
+    Tensor jodie_dt;  // [R0] JODIE's normalised time since update
     JodieProjectionContext jodie;
-    std::array<Tensor, kMaxHops> edges;     // [R_l, k, d_edge] features of hop l's slots
+    std::array<Tensor, kMaxHops> edges;  // [R_l, k, d_edge] features of hop l's slots
     // h[i][j]: input of layer i (0: memory rows) at hop j; attn[i][j]: layer i at hop j.
     std::array<std::array<Tensor, kMaxHops + 1>, kMaxHops + 1> h;
     std::array<std::array<TemporalAttentionContext, kMaxHops>, kMaxHops> attn;
@@ -144,6 +153,7 @@ class Tgnn {
   std::vector<AttentionParams> attention_params_;
   std::unique_ptr<LinkPredictor> predictor_;
   StepState step_;
+  TgnnTimes times_;
 };
 
 }  // namespace depbloom::model

@@ -19,13 +19,13 @@
 namespace depbloom::train {
 
 struct PlannerConfig {
-  int32_t hops = 0;            // sampled hops the embedding reads (attention layers)
-  int32_t neighbours = 10;     // per hop
+  int32_t hops = 0;                    // sampled hops the embedding reads (attention layers)
+  int32_t neighbours = 10;             // per hop
   bool deliver_to_neighbours = false;  // APAN: mails also go to the roots' hop-0 neighbours
-  bool prop_time = false;      // neighbours' memory is updated at the root's time
-  bool memory = true;          // false: the model keeps no memory (no write-back)
-  bool mail_mask = false;      // the updater reads the ring's valid-slot mask (APAN)
-  bool jodie = false;          // stage 1 / (t + 1) per memory row
+  bool prop_time = false;              // neighbours' memory is updated at the root's time
+  bool memory = true;                  // false: the model keeps no memory (no write-back)
+  bool mail_mask = false;              // the updater reads the ring's valid-slot mask (APAN)
+  bool jodie = false;                  // stage 1 / (t + 1) per memory row
 };
 
 class BatchPlanner {

@@ -37,8 +37,8 @@ struct TrainerConfig {
   double weight_decay = 0.0;
   int32_t eval_negatives = 1;
   graph::EvalNegativeStrategy eval_strategy = graph::EvalNegativeStrategy::random;
-  bool new_nodes = true;     // run the new-node passes (tgn protocol)
-  int64_t max_batches = 0;   // per training epoch; 0: all
+  bool new_nodes = true;    // run the new-node passes (tgn protocol)
+  int64_t max_batches = 0;  // per training epoch; 0: all
   uint64_t seed = 0;
   Device device = Device::cpu();
   DType dtype = DType::f32;  // f64 for gradient checks on the CPU
@@ -53,8 +53,11 @@ struct EvalResult {
   double seconds = 0.0;
 };
 
+// Seconds per stage of the training steps of one epoch. forward is the embedding, the
+// predictor and the loss; gather and memory_update are the parts before it.
 struct StageTimes {
-  double sample = 0, forward = 0, backward = 0, optimiser = 0, write_back = 0;
+  double sample = 0, gather = 0, memory_update = 0, forward = 0, backward = 0, optimiser = 0,
+         write_back = 0;
 };
 
 struct EpochResult {
@@ -62,6 +65,7 @@ struct EpochResult {
   double loss = 0.0;  // mean over the epoch's batches of TGL's loss
   int64_t events = 0;
   int64_t batches = 0;
+  double memory_rows = 0.0;  // mean distinct (node, time) memory rows per batch
   double train_seconds = 0.0;
   StageTimes stages;
   EvalResult val, val_new;
@@ -126,6 +130,7 @@ class Trainer {
   SplitMetrics metrics_;
   std::vector<double> loss_trace_;
   StageTimes stages_;
+  int64_t memory_rows_ = 0;
 };
 
 }  // namespace depbloom::train

@@ -2,10 +2,12 @@
 // the cosine time encoding. Each cell is one pass over its rows: all gates of a row are
 // computed, saved and combined while the row is in cache.
 #include <cmath>
+#include <type_traits>
 
 #include "backend/cpu/cpu_math.h"
 #include "backend/cpu/cpu_ops.h"
 #include "backend/cpu/cpu_parallel.h"
+#include "backend/cpu/fast_trig.h"
 
 namespace depbloom::ops::cpu {
 namespace {
@@ -130,7 +132,12 @@ void time_encode_forward(const Tensor& out, const Tensor& dt, const Tensor& w, c
       for (int64_t i = begin; i < end; ++i) {
         const T t = pdt[i];
         T* DB_RESTRICT row = pout + i * dims;
-        for (int64_t j = 0; j < dims; ++j) row[j] = std::cos(t * pw[j] + pb[j]);
+        if constexpr (std::is_same_v<T, float>) {
+#pragma omp simd
+          for (int64_t j = 0; j < dims; ++j) row[j] = fast_cos(t * pw[j] + pb[j]);
+        } else {
+          for (int64_t j = 0; j < dims; ++j) row[j] = std::cos(t * pw[j] + pb[j]);
+        }
       }
     });
   });
@@ -153,10 +160,19 @@ void time_encode_backward(const Tensor& dw, const Tensor& db, const Tensor& dout
         [&](int64_t i, int64_t j0, int64_t j1, double* DB_RESTRICT acc) {
           const T t = pdt[i];
           const T* DB_RESTRICT g = pdout + i * dims;
-          for (int64_t j = j0; j < j1; ++j) {
-            const double d_pre = -static_cast<double>(std::sin(t * pw[j] + pb[j]) * g[j]);
-            acc[j - j0] += d_pre * static_cast<double>(t);
-            acc[kColumnTile + (j - j0)] += d_pre;
+          if constexpr (std::is_same_v<T, float>) {
+#pragma omp simd
+            for (int64_t j = j0; j < j1; ++j) {
+              const double d_pre = -static_cast<double>(fast_sin(t * pw[j] + pb[j]) * g[j]);
+              acc[j - j0] += d_pre * static_cast<double>(t);
+              acc[kColumnTile + (j - j0)] += d_pre;
+            }
+          } else {
+            for (int64_t j = j0; j < j1; ++j) {
+              const double d_pre = -static_cast<double>(std::sin(t * pw[j] + pb[j]) * g[j]);
+              acc[j - j0] += d_pre * static_cast<double>(t);
+              acc[kColumnTile + (j - j0)] += d_pre;
+            }
           }
         },
         [&](int64_t j0, int64_t j1, const double* totals) {

@@ -182,3 +182,47 @@ INSTANTIATE_TEST_SUITE_P(Ops, TimeEncode, testing::ValuesIn(kTimeCases), CaseNam
 
 }  // namespace
 }  // namespace dbtest
+
+namespace dbtest {
+namespace {
+
+// The float path's own cos/sin (fast_trig.h) on the arguments training produces: time
+// deltas up to months in seconds times TGN's frequencies 10^-(0..9). The float argument
+// itself carries an error of about one ulp (and may be fused into an FMA), so the bound
+// grows with |argument|.
+TEST(TimeEncode, LargeFloatArgumentsStayAccurate) {
+  Rand rng(77);
+  const int64_t R = 257, D = 100;
+  Guarded<float> dt(Shape(R), rng.vec(R, 0.0, 3.0e6, 0.5));
+  Guarded<float> w{Shape(D)};
+  Guarded<float> b(Shape(D), rng.vec(D, -1.0, 1.0));
+  for (int64_t d = 0; d < D; ++d) w[d] = static_cast<float>(std::pow(10.0, -9.0 * d / (D - 1)));
+  Guarded<float> out{Shape(R, D)};
+  ops::time_encode_forward(out, dt, w, b);
+  Guarded<float> dout{Shape(R, D)};
+  Guarded<float> dw{Shape(D)};
+  Guarded<float> db{Shape(D)};
+  for (int64_t i = 0; i < R * D; ++i) dout[i] = 1.0f;
+  for (int64_t d = 0; d < D; ++d) dw[d] = db[d] = 0.0f;
+  ops::time_encode_backward(dw, db, dout, dt, w, b);
+  std::vector<double> db_ref(static_cast<size_t>(D), 0.0);
+  double worst = 0.0;
+  for (int64_t r = 0; r < R; ++r)
+    for (int64_t d = 0; d < D; ++d) {
+      const double arg = static_cast<double>(dt[r]) * w[d] + b[d];
+      const double tol = 1e-6 + 2.5e-7 * std::abs(arg);
+      const double err = std::abs(out[r * D + d] - std::cos(arg));
+      worst = std::max(worst, err / tol);
+      db_ref[static_cast<size_t>(d)] -= std::sin(arg);
+    }
+  EXPECT_LE(worst, 1.0) << "worst error relative to the bound";
+  // db sums -sin over rows; columns with small arguments (w <= 1e-4) are exact enough to
+  // compare tightly, the others within the accumulated argument error.
+  for (int64_t d = 0; d < D; ++d) {
+    const double arg_max = 3.0e6 * w[d] + 1.0;
+    EXPECT_NEAR(db[d], db_ref[static_cast<size_t>(d)], R * (1e-5 + 2.5e-7 * arg_max)) << d;
+  }
+}
+
+}  // namespace
+}  // namespace dbtest
