@@ -28,6 +28,9 @@ void declare_depbloom_options(OptionRegistry& r) {
   r.add_enum("memory.memory_update", "gru", {"gru", "rnn", "transformer"},
              "memory updater: TGN's GRU, JODIE's RNN, APAN's attention over the mailbox");
   r.add_int("memory.attention_head", 2, "heads of the transformer memory updater", 1);
+  r.add_enum("memory.mail_time", "read", {"read", "event"},
+             "time encoded with a mail: read = TGL's (read time - last update), event = the TGN "
+             "authors' (event time - previous update, fixed when written)");
   r.add_enum("memory.mail_combine", "last", {"last"},
              "how mails to one node in one batch combine (the last one is kept)");
   r.add_bool("memory.combine_node_feature", false,

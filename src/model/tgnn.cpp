@@ -68,6 +68,8 @@ void validate(const TgnnConfig& c) {
   if (c.memory == MemoryKind::transformer && c.d_mem % c.memory_heads != 0)
     DB_THROW(config, "memory.dim_out {} is not divisible by memory.attention_head {}", c.d_mem,
              c.memory_heads);
+  if (c.mail_dt_at_event && c.memory != MemoryKind::gru && c.memory != MemoryKind::rnn)
+    DB_THROW(config, "memory.mail_time: event needs memory.memory_update gru or rnn");
   if (c.memory != MemoryKind::transformer && c.memory != MemoryKind::none && c.mailbox != 1)
     DB_THROW(config,
              "memory.mailbox_size: {} mails need memory.memory_update: transformer; "
@@ -170,8 +172,12 @@ void Tgnn::update_memory(Arena& arena, const TgnnInputs& in, const NodeState& st
   if (recurrent_) {
     // TGL's GRU/RNN updaters encode the time since the memory's last update.
     step_.mail_dt = arena.alloc(dtype, Shape(u));
-    ops::copy(step_.mail_dt, in.mem_time);
-    ops::axpy(step_.mail_dt, -1.0, step_.last_update);
+    if (cfg_.mail_dt_at_event) {  // the planner stored the delta as the mail's time
+      ops::copy(step_.mail_dt, step_.mail_ts.reshape(Shape(u)));
+    } else {
+      ops::copy(step_.mail_dt, in.mem_time);
+      ops::axpy(step_.mail_dt, -1.0, step_.last_update);
+    }
     recurrent_->forward(arena, step_.recurrent, step_.updated,
                         step_.mail.reshape(Shape(u, cfg_.d_mail())), step_.mail_dt, step_.memory);
   } else {

@@ -203,7 +203,7 @@ model::TgnnInputs BatchPlanner::stage(Arena& arena) {
 }
 
 void BatchPlanner::write_back(Arena& arena, model::NodeState& state, const Tensor& updated,
-                              const Tensor& edge_feat) {
+                              const Tensor& edge_feat, const Tensor& row_last_update) {
   if (!cfg_.memory) return;
   const int64_t count = batch_;
   const int slots = state.mail_slots();
@@ -288,8 +288,20 @@ void BatchPlanner::write_back(Arena& arena, model::NodeState& state, const Tenso
   } else {
     ops::concat_cols(mail, {self, other});
   }
-  state.write_mail(mail, stage_times(arena, wm_time_, scratch_[3]),
-                   stage_raw(arena, wm_flat_.data(), Shape(m)));
+  Tensor mail_ts = stage_times(arena, wm_time_, scratch_[3]);
+  if (cfg_.mail_dt_at_event) {
+    // TGN authors' message time: the gap since the writer's previous update, as of now.
+    DB_ASSERT(row_last_update.numel() == memory_rows(), "planner: row_last_update is {}",
+              row_last_update.str());
+    Tensor dt = arena.alloc(dtype, Shape(m));
+    ops::copy(dt, mail_ts);
+    Tensor prev = arena.alloc(dtype, Shape(m, 1));
+    ops::gather_rows(prev, row_last_update.reshape(Shape(memory_rows(), 1)),
+                     stage_raw(arena, wm_row_.data(), Shape(m)));
+    ops::axpy(dt, -1.0, prev.reshape(Shape(m)));
+    mail_ts = dt;
+  }
+  state.write_mail(mail, mail_ts, stage_raw(arena, wm_flat_.data(), Shape(m)));
 }
 
 }  // namespace depbloom::train

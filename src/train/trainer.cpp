@@ -56,6 +56,7 @@ Trainer::Trainer(const data::EventStream& stream, const data::ChronoSplit& split
   pc.memory = memory;
   pc.mail_mask = m.memory == model::MemoryKind::transformer;
   pc.jodie = m.embedding == model::EmbeddingKind::jodie;
+  pc.mail_dt_at_event = m.mail_dt_at_event;
   const int32_t hops = std::max<int32_t>(pc.hops, pc.deliver_to_neighbours ? 1 : 0);
   // TGN's protocol samples training neighbours from the training events only (the held-out
   // nodes stay unseen) and evaluation neighbours from the whole stream.
@@ -163,7 +164,8 @@ double Trainer::train_step(const int64_t* events, int64_t count, int epoch, uint
   stages_.optimiser += watch.seconds();
 
   watch.restart();
-  planner_->write_back(arena_, *state_, model_->updated_memory(), edge_feat_.view());
+  planner_->write_back(arena_, *state_, model_->updated_memory(), edge_feat_.view(),
+                       model_->row_last_update());
   stages_.write_back += watch.seconds();
   loss_trace_.push_back(loss);
   return loss;
@@ -273,7 +275,8 @@ EvalResult Trainer::evaluate(const std::vector<int64_t>& events, uint32_t split_
                                      static_cast<size_t>(k)) *
                 static_cast<double>(count);
     }
-    planner_->write_back(arena_, *state_, model_->updated_memory(), edge_feat_.view());
+    planner_->write_back(arena_, *state_, model_->updated_memory(), edge_feat_.view(),
+                         model_->row_last_update());
   }
   planner_->set_sampler(train_sampler_.get());
   r.valid = true;

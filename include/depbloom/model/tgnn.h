@@ -42,6 +42,10 @@ struct TgnnConfig {
   int neighbours = 10;       // sampled neighbours per hop
   int memory_heads = 2;      // heads of the transformer (APAN) updater
   int mailbox = 1;           // mail slots per node
+  // Time encoded with a mail in the recurrent updaters: false (TGL) t_read - t_last_update,
+  // computed when the mail is read; true (the TGN authors' code) t_event - t_last_update
+  // as of the mail's event, fixed when it is written (the planner stores it as mail_ts).
+  bool mail_dt_at_event = false;
   double dropout = 0.2;
 
   int64_t d_mail() const { return 2 * d_mem + d_edge; }
@@ -104,6 +108,8 @@ class Tgnn {
   // [U, d_mem] the updated memory of every memory row of the last forward (detach by
   // copying); undefined for memory none.
   const Tensor& updated_memory() const { return step_.updated; }
+  // [U] the last-update times of the memory rows as gathered (before this step's writes).
+  const Tensor& row_last_update() const { return step_.last_update; }
 
   TgnnTimes& times() { return times_; }
 

@@ -26,6 +26,7 @@ struct PlannerConfig {
   bool memory = true;                  // false: the model keeps no memory (no write-back)
   bool mail_mask = false;              // the updater reads the ring's valid-slot mask (APAN)
   bool jodie = false;                  // stage 1 / (t + 1) per memory row
+  bool mail_dt_at_event = false;       // store t_event - t_last_update as the mail's time
 };
 
 class BatchPlanner {
@@ -51,8 +52,10 @@ class BatchPlanner {
   // After the model's forward: the updated memory of the positive sources and
   // destinations (last event wins) and their mails ([s_self || s_other || edge]) go into
   // `state`. updated [U, d_mem]; edge_feat [E, d_edge] on the device or Tensor{}.
+  // row_last_update [U]: the rows' last-update times before the step (for
+  // mail_dt_at_event; Tensor{} otherwise).
   void write_back(Arena& arena, model::NodeState& state, const Tensor& updated,
-                  const Tensor& edge_feat);
+                  const Tensor& edge_feat, const Tensor& row_last_update = Tensor{});
 
   int64_t memory_rows() const { return static_cast<int64_t>(mem_node_.size()); }
   int64_t roots() const { return static_cast<int64_t>(root_node_.size()); }
