@@ -31,6 +31,9 @@ void declare_depbloom_options(OptionRegistry& r) {
   r.add_enum("memory.mail_time", "read", {"read", "event"},
              "time encoded with a mail: read = TGL's (read time - last update), event = the TGN "
              "authors' (event time - previous update, fixed when written)");
+  r.add_bool("memory.update_empty", false,
+             "run the updater for nodes with an empty mailbox too (TGL; false keeps their "
+             "memory, as the TGN authors' code does)");
   r.add_enum("memory.mail_combine", "last", {"last"},
              "how mails to one node in one batch combine (the last one is kept)");
   r.add_bool("memory.combine_node_feature", false,

@@ -93,6 +93,7 @@ train::TrainerConfig trainer_config(const OptionRegistry& cfg, Device device) {
   m.mailbox = static_cast<int>(cfg.get<int64_t>("memory.mailbox_size"));
   m.dropout = cfg.get<double>("train.dropout");
   m.mail_dt_at_event = cfg.get<std::string>("memory.mail_time") == "event";
+  m.skip_empty_mailbox = !cfg.get<bool>("memory.update_empty");
   const auto& nbrs = cfg.get<std::vector<int64_t>>("sampling.neighbor");
   for (int64_t k : nbrs)
     require(k == nbrs[0], "sampling.neighbor", "every hop must sample the same count");

@@ -169,20 +169,30 @@ void Tgnn::update_memory(Arena& arena, const TgnnInputs& in, const NodeState& st
   step_.updated = arena.alloc(dtype, Shape(u, cfg_.d_mem));
   times_.gather += watch.seconds();
   watch.restart();
+  // Rows [n, u) have no mail: their memory passes through unchanged.
+  const int64_t n = in.mem_with_mail < 0 ? u : in.mem_with_mail;
+  step_.updating = n;
+  if (n < u) ops::copy(step_.updated.rows(n, u), step_.memory.rows(n, u));
+  if (n == 0) {
+    times_.memory_update += watch.seconds();
+    return;
+  }
   if (recurrent_) {
     // TGL's GRU/RNN updaters encode the time since the memory's last update.
-    step_.mail_dt = arena.alloc(dtype, Shape(u));
+    step_.mail_dt = arena.alloc(dtype, Shape(n));
     if (cfg_.mail_dt_at_event) {  // the planner stored the delta as the mail's time
-      ops::copy(step_.mail_dt, step_.mail_ts.reshape(Shape(u)));
+      ops::copy(step_.mail_dt, step_.mail_ts.rows(0, n).reshape(Shape(n)));
     } else {
-      ops::copy(step_.mail_dt, in.mem_time);
-      ops::axpy(step_.mail_dt, -1.0, step_.last_update);
+      ops::copy(step_.mail_dt, in.mem_time.rows(0, n));
+      ops::axpy(step_.mail_dt, -1.0, step_.last_update.rows(0, n));
     }
-    recurrent_->forward(arena, step_.recurrent, step_.updated,
-                        step_.mail.reshape(Shape(u, cfg_.d_mail())), step_.mail_dt, step_.memory);
+    recurrent_->forward(arena, step_.recurrent, step_.updated.rows(0, n),
+                        step_.mail.rows(0, n).reshape(Shape(n, cfg_.d_mail())), step_.mail_dt,
+                        step_.memory.rows(0, n));
   } else {
-    apan_->forward(step_.apan, step_.updated, arena, apan_params_.value, step_.memory, step_.mail,
-                   step_.mail_ts, in.mem_time, in.mem_mask, step_.training,
+    apan_->forward(step_.apan, step_.updated.rows(0, n), arena, apan_params_.value,
+                   step_.memory.rows(0, n), step_.mail.rows(0, n), step_.mail_ts.rows(0, n),
+                   in.mem_time.rows(0, n), in.mem_mask.rows(0, n), step_.training,
                    dropout_key(in.seed, in.epoch, 1), in.first_row);
   }
   times_.memory_update += watch.seconds();
@@ -308,12 +318,14 @@ void Tgnn::backward_embedding(Arena& arena, const Tensor& d_emb, const Tensor& d
 }
 
 void Tgnn::backward_memory(Arena& arena, const Tensor& d_updated) {
+  const int64_t n = step_.updating;
+  if (n == 0) return;
   if (recurrent_) {
-    recurrent_->backward(arena, Tensor{}, Tensor{}, d_updated, step_.recurrent);
+    recurrent_->backward(arena, Tensor{}, Tensor{}, d_updated.rows(0, n), step_.recurrent);
   } else if (apan_) {
     // The stored memory is detached state: its gradient is scratch.
-    Tensor d_memory = arena.alloc(store_->dtype(), Shape(step_.u, cfg_.d_mem));
-    apan_->backward(d_memory, Tensor{}, apan_params_.grad, d_updated, step_.apan,
+    Tensor d_memory = arena.alloc(store_->dtype(), Shape(n, cfg_.d_mem));
+    apan_->backward(d_memory, Tensor{}, apan_params_.grad, d_updated.rows(0, n), step_.apan,
                     apan_params_.value, arena);
   }
 }

@@ -139,6 +139,8 @@ void BatchPlanner::plan(const int64_t* events, int64_t count, const int32_t* neg
     mem_node_.assign(1, 0);
     mem_time_.assign(1, 0.0);
   }
+  with_mail_ = -1;
+  if (cfg_.skip_empty_mailbox && cfg_.memory) order_rows_by_mail(state);
   const size_t u = mem_node_.size();
   if (cfg_.jodie) {
     mem_inv_time_.resize(u);
@@ -152,6 +154,31 @@ void BatchPlanner::plan(const int64_t* events, int64_t count, const int32_t* neg
       for (int s = 0; s < slots; ++s) mem_mask_[i * static_cast<size_t>(slots) + s] = s < have;
     }
   }
+}
+
+// Stable partition of the memory rows: those whose node holds a mail first (the model
+// updates only them), then the rest; every row reference is renumbered.
+void BatchPlanner::order_rows_by_mail(const model::NodeState& state) {
+  const size_t u = mem_node_.size();
+  renumber_.resize(u);
+  int32_t next = 0;
+  for (size_t i = 0; i < u; ++i)
+    if (state.mail_count(mem_node_[i]) > 0) renumber_[i] = next++;
+  with_mail_ = next;
+  for (size_t i = 0; i < u; ++i)
+    if (state.mail_count(mem_node_[i]) == 0) renumber_[i] = next++;
+  scratch_rows_.resize(u);
+  scratch_nodes_.resize(u);
+  for (size_t i = 0; i < u; ++i) {
+    scratch_rows_[static_cast<size_t>(renumber_[i])] = mem_time_[i];
+    scratch_nodes_[static_cast<size_t>(renumber_[i])] = mem_node_[i];
+  }
+  mem_time_.swap(scratch_rows_);
+  mem_node_.swap(scratch_nodes_);
+  for (auto& r : root_row_) r = renumber_[static_cast<size_t>(r)];
+  for (int32_t l = 0; l < cfg_.hops; ++l)
+    for (auto& r : slot_row_[static_cast<size_t>(l)])
+      if (r >= 0) r = renumber_[static_cast<size_t>(r)];
 }
 
 template <class T>
@@ -176,6 +203,7 @@ model::TgnnInputs BatchPlanner::stage(Arena& arena) {
   model::TgnnInputs in;
   in.events = batch_;
   in.negatives = negatives_;
+  in.mem_with_mail = with_mail_;
   const auto u = static_cast<int64_t>(mem_node_.size());
   in.mem_node = stage_raw(arena, mem_node_.data(), Shape(u));
   in.mem_time = stage_times(arena, mem_time_, scratch_[0]);

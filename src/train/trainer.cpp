@@ -57,6 +57,7 @@ Trainer::Trainer(const data::EventStream& stream, const data::ChronoSplit& split
   pc.mail_mask = m.memory == model::MemoryKind::transformer;
   pc.jodie = m.embedding == model::EmbeddingKind::jodie;
   pc.mail_dt_at_event = m.mail_dt_at_event;
+  pc.skip_empty_mailbox = m.skip_empty_mailbox;
   const int32_t hops = std::max<int32_t>(pc.hops, pc.deliver_to_neighbours ? 1 : 0);
   // TGN's protocol samples training neighbours from the training events only (the held-out
   // nodes stay unseen) and evaluation neighbours from the whole stream.

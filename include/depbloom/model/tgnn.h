@@ -46,6 +46,9 @@ struct TgnnConfig {
   // computed when the mail is read; true (the TGN authors' code) t_event - t_last_update
   // as of the mail's event, fixed when it is written (the planner stores it as mail_ts).
   bool mail_dt_at_event = false;
+  // A node whose mailbox is empty keeps its memory (as in the TGN authors' code) instead of
+  // running the updater on a zero mail (TGL). The planner puts those rows last.
+  bool skip_empty_mailbox = true;
   double dropout = 0.2;
 
   int64_t d_mail() const { return 2 * d_mem + d_edge; }
@@ -70,6 +73,7 @@ struct TgnnInputs {
   Tensor mem_time;        // [U] the update time (state dtype)
   Tensor mem_inv_time;    // [U] 1 / (time + 1), JODIE's normalisation of dt (JODIE only)
   Tensor mem_mask;        // [U, slots] u8, 1 = the slot holds a mail (transformer updater)
+  int64_t mem_with_mail = -1;  // rows [0, this) hold mail, the rest none; -1: all rows update
   Tensor root_row;        // [(2+K)B] i32 memory row of each root
   // Per sampled hop l < hops(): R_l = (2+K)B k^l roots, each with `neighbours` slots.
   std::array<Tensor, kMaxHops> slot_row;   // [R_l * k] i32 memory row, -1 for an empty slot
@@ -126,6 +130,7 @@ class Tgnn {
   // contexts (plain structs of views, so resetting them allocates nothing).
   struct StepState {
     int64_t u = 0, roots = 0, batch = 0;
+    int64_t updating = 0;  // memory rows [0, updating) run through the updater
     bool training = false;
     const TgnnInputs* in = nullptr;
     Tensor memory, last_update, mail, mail_ts;  // gathered state rows [U, ...]

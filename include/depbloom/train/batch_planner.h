@@ -27,6 +27,7 @@ struct PlannerConfig {
   bool mail_mask = false;              // the updater reads the ring's valid-slot mask (APAN)
   bool jodie = false;                  // stage 1 / (t + 1) per memory row
   bool mail_dt_at_event = false;       // store t_event - t_last_update as the mail's time
+  bool skip_empty_mailbox = false;     // order rows with mail first (Tgnn skips the rest)
 };
 
 class BatchPlanner {
@@ -62,8 +63,8 @@ class BatchPlanner {
   const std::vector<int32_t>& root_nodes() const { return root_node_; }
   double time_origin() const { return t0_; }
 
- private:
-  int32_t row_of(int32_t node, double time);  // memory row of (node, time), added if new
+ private:  int32_t row_of(int32_t node, double time);  // memory row of (node, time), added if new
+  void order_rows_by_mail(const model::NodeState& state);
   void reserve_table(int64_t entries);
   Tensor stage_times(Arena& arena, const std::vector<double>& host, std::vector<float>& scratch);
   template <class T>
@@ -89,6 +90,8 @@ class BatchPlanner {
   std::vector<double> mem_time_, mem_inv_time_;
   std::vector<uint8_t> mem_mask_;
   std::vector<int32_t> root_row_;
+  std::vector<int32_t> renumber_;  // old memory row -> row with mail-holding rows first
+  int64_t with_mail_ = -1;
   std::vector<std::vector<int32_t>> slot_row_;
   std::vector<std::vector<double>> slot_dt64_;  // f64 runs only
   // Open-addressing table (node, time) -> row; a slot is live when its stamp is current.
@@ -106,6 +109,8 @@ class BatchPlanner {
   std::vector<int32_t> node_pos_, flat_pos_;
   uint32_t wb_stamp_ = 0;
   std::vector<float> scratch_[4];
+  std::vector<double> scratch_rows_;
+  std::vector<int32_t> scratch_nodes_;
 };
 
 }  // namespace depbloom::train
