@@ -1,0 +1,191 @@
+// End-to-end training on a fixed prefix of the shipped WIKI stream (TGN's split protocol)
+// with train::Trainer: TGN, JODIE, APAN and the memory-less model must each learn. Every
+// test prints what it reached; the floors sit a few points below the values measured on
+// the CPU (2 cores, Release), stated beside them, to leave room for other thread counts,
+// compilers and devices (the values do not depend on the thread count). The whole file
+// takes about 16 s alone on 2 cores.
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <string>
+#include <utility>
+
+#include "depbloom/core/timer.h"
+#include "depbloom/data/loader.h"
+#include "depbloom/data/split.h"
+#include "depbloom/train/trainer.h"
+
+namespace depbloom::train {
+namespace {
+
+constexpr int64_t kPrefixEvents = 30000;
+constexpr int kEpochs = 2;  // JODIE, fast and slow to learn, gets kJodieEpochs
+constexpr int kJodieEpochs = 3;
+constexpr uint64_t kSeed = 0;
+
+struct Prefix {
+  data::EventStream stream;
+  data::ChronoSplit split;
+};
+
+// The first kPrefixEvents events of data/wikipedia/wikipedia_edges.csv, cut the way
+// depbloom-train's data.max_events cuts them, split with TGN's protocol.
+const Prefix& wiki_prefix() {
+  static const Prefix prefix = [] {
+    Prefix p;
+    data::LoadOptions load;
+    load.use_cache = false;  // leave the source tree alone
+    p.stream = data::load_events(
+        std::string(DEPBLOOM_SOURCE_DIR) + "/data/wikipedia/wikipedia_edges.csv", load);
+    auto& s = p.stream;
+    EXPECT_GT(s.num_events(), kPrefixEvents);
+    const auto n = static_cast<size_t>(kPrefixEvents);
+    s.src.resize(n), s.dst.resize(n), s.ts.resize(n), s.event_id.resize(n);
+    if (s.edge_dim > 0) s.edge_feat.resize(n * static_cast<size_t>(s.edge_dim));
+    if (!s.label.empty()) s.label.resize(n);
+    if (!s.split.empty()) s.split.resize(n);
+    data::SplitSpec spec;
+    spec.protocol = data::SplitProtocol::tgn;
+    spec.seed = kSeed;
+    p.split = data::make_split(s, spec);
+    return p;
+  }();
+  return prefix;
+}
+
+// TrainerConfig's defaults are TGN's (configs/tgn-wiki.yaml).
+TrainerConfig tgn() {
+  return TrainerConfig{};
+}
+
+TrainerConfig jodie() {
+  TrainerConfig c;
+  c.model.memory = model::MemoryKind::rnn;
+  c.model.embedding = model::EmbeddingKind::jodie;
+  c.model.neighbours = 1;
+  c.model.dropout = 0.1;
+  return c;
+}
+
+TrainerConfig apan() {
+  TrainerConfig c;
+  c.model.memory = model::MemoryKind::transformer;
+  c.model.embedding = model::EmbeddingKind::identity;
+  c.model.mailbox = 10;
+  c.model.memory_heads = 2;
+  c.deliver_to_neighbours = true;
+  c.model.dropout = 0.1;
+  return c;
+}
+
+TrainerConfig tgn_without_memory() {  // TGAT-style: TGN's attention layer, no memory
+  TrainerConfig c;
+  c.model.memory = model::MemoryKind::none;
+  return c;
+}
+
+// Trains `epochs` epochs, then tests; returns {transductive, new-node} test results.
+std::pair<EvalResult, EvalResult> train_and_test(const char* name, TrainerConfig cfg,
+                                                 int epochs = kEpochs) {
+  const Prefix& p = wiki_prefix();
+  cfg.seed = kSeed;
+  Stopwatch watch;
+  Trainer trainer(p.stream, p.split, cfg);
+  for (int epoch = 1; epoch <= epochs; ++epoch) {
+    EpochResult r = trainer.run_epoch(epoch);
+    std::printf("[%s] epoch %d: loss %.4f, %.2f s train; val AP %.4f (per-batch %.4f)\n", name,
+                epoch, r.loss, r.train_seconds, r.val.whole.ap, r.val.batch_mean.ap);
+    EXPECT_TRUE(r.val.valid);
+    EXPECT_GT(r.events, 0);
+  }
+  auto result = trainer.test();
+  const EvalResult& t = result.first;
+  const EvalResult& tn = result.second;
+  std::printf(
+      "[%s] test AP %.4f AUC %.4f (per-batch AP %.4f AUC %.4f); new-node per-batch AP "
+      "%.4f; %.1f s in all\n",
+      name, t.whole.ap, t.whole.auc, t.batch_mean.ap, t.batch_mean.auc, tn.batch_mean.ap,
+      watch.seconds());
+  std::fflush(stdout);
+  EXPECT_TRUE(t.valid);
+  EXPECT_GT(t.events, 0);
+  return result;
+}
+
+TEST(TrainWikiPrefix, SplitIsTgnProtocol) {
+  const Prefix& p = wiki_prefix();
+  EXPECT_EQ(p.stream.num_events(), kPrefixEvents);
+  EXPECT_GT(p.split.train.size(), p.split.val.size());
+  EXPECT_GT(p.split.val.size(), 0u);
+  EXPECT_GT(p.split.test.size(), 0u);
+  EXPECT_GT(p.split.new_node_test.size(), 0u);
+}
+
+// The floors: test per-batch mean AP (what TGN, TGL and PyG print) after kEpochs epochs,
+// a few points under the value measured on 2 cores (Release, CPU). Chance is 0.5.
+
+TEST(TrainWikiPrefix, TgnLearns) {
+  auto [test, test_new] = train_and_test("tgn", tgn());
+  EXPECT_GT(test.batch_mean.ap, 0.88);      // measured 0.9181
+  EXPECT_GT(test_new.batch_mean.ap, 0.87);  // measured 0.9189 (new-node test)
+}
+
+TEST(TrainWikiPrefix, JodieLearns) {
+  // JODIE learns slowly at TGL's learning rate on this featureless stream.
+  auto [test, test_new] = train_and_test("jodie", jodie(), kJodieEpochs);
+  EXPECT_GT(test.batch_mean.ap, 0.60);  // measured 0.6967
+}
+
+TEST(TrainWikiPrefix, ApanLearns) {
+  auto [test, test_new] = train_and_test("apan", apan());
+  EXPECT_GT(test.batch_mean.ap, 0.63);  // measured 0.6868
+}
+
+TEST(TrainWikiPrefix, NoMemoryLearns) {  // the TGAT-style path
+  auto [test, test_new] = train_and_test("no-memory", tgn_without_memory());
+  EXPECT_GT(test.batch_mean.ap, 0.89);  // measured 0.9259
+}
+
+// TGN's memory against the same model without it, on the whole stream (TGN's default run,
+// 3 epochs). On short prefixes it does not pay off on this featureless WIKI copy (test
+// per-batch AP on the first 30,000 events after 2 epochs: 0.9181 with memory, 0.9259
+// without; on 100,000 events 0.9073 and 0.9131): the attention over the 10 most recent
+// neighbours already captures recency, and the memory, which starts from zero vectors with
+// no features to carry, needs more of the stream to add the pairing information. On the
+// whole stream it does: measured 0.9171 with memory, 0.9080 without (+0.009). The margin
+// asserted leaves room for other CPUs' rounding.
+TEST(TrainWikiWhole, TgnMemoryBeatsNoMemory) {
+  static Prefix whole = [] {
+    Prefix p;
+    data::LoadOptions load;
+    load.use_cache = false;
+    p.stream = data::load_events(
+        std::string(DEPBLOOM_SOURCE_DIR) + "/data/wikipedia/wikipedia_edges.csv", load);
+    data::SplitSpec spec;
+    spec.seed = kSeed;
+    p.split = data::make_split(p.stream, spec);
+    return p;
+  }();
+  auto run = [&](const char* name, TrainerConfig cfg) {
+    cfg.seed = kSeed;
+    Trainer trainer(whole.stream, whole.split, cfg);
+    double best = -1.0;
+    Checkpoint best_ckpt;
+    for (int epoch = 1; epoch <= 3; ++epoch) {  // best epoch by validation, as the CLI does
+      EpochResult r = trainer.run_epoch(epoch);
+      if (r.val.batch_mean.ap > best)
+        best = r.val.batch_mean.ap, best_ckpt = trainer.save(epoch, "");
+    }
+    trainer.load(best_ckpt);
+    const double ap = trainer.test().first.batch_mean.ap;
+    std::printf("[%s, whole stream] test per-batch AP %.4f\n", name, ap);
+    std::fflush(stdout);
+    return ap;
+  };
+  const double with = run("tgn", tgn());
+  const double without = run("no-memory", tgn_without_memory());
+  EXPECT_GT(with - without, 0.003) << "with memory " << with << ", without " << without;
+}
+
+}  // namespace
+}  // namespace depbloom::train
