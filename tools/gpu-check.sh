@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# One short GPU session: build with CUDA for the local GPU, run the GPU suite and the GPU
-# benchmarks, and leave every log in $OUT (default ./gpu-check-out). Meant for a machine
-# with a GPU and the CUDA toolkit.
+# One short GPU session: build with CUDA for the local GPU, run the GPU suite (ops against
+# the CPU, the trainer's loss trace against the CPU's), the op benchmarks and a short
+# training benchmark on the GPU, and leave every log in $OUT (default ./gpu-check-out).
+# Meant for a machine with a GPU and the CUDA toolkit.
 set -uo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 OUT=${OUT:-$PWD/gpu-check-out}
@@ -22,5 +23,10 @@ for b in build-gpu/benchmarks/bench_*; do
     2>"$OUT/$(basename "$b").err"
   echo "$(basename "$b") rc=$?" >>"$OUT/summary.txt"
 done
+# Training on the GPU: TGN, JODIE and APAN on WIKI, EPOCHS (default 1) each.
+BUILD=build-gpu DEVICE=cuda:0 EPOCHS=${EPOCHS:-1} OUT="$OUT/train_models.json" \
+  RUNS="$OUT/runs" MODELS="tgn-wiki jodie-wiki apan-wiki" \
+  timeout 400 benchmarks/train_models.sh >"$OUT/train_models.log" 2>&1
+echo "train_models rc=$?" >>"$OUT/summary.txt"
 cat "$OUT/summary.txt"
 tail -n 30 "$OUT/test_gpu.log"
