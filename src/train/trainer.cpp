@@ -142,8 +142,10 @@ double Trainer::step_loss(const int64_t* events, int64_t count, int epoch, uint6
   host_loss *= 2.0;
   stages_.forward += watch.seconds();
   if (!std::isfinite(host_loss))
-    DB_THROW(runtime, "the training loss is {} at epoch {}, batch starting at event {}; stopping",
-             host_loss, epoch, events[0]);
+    DB_THROW(runtime,
+             "the training loss is {} at epoch {}, batch {} (first event: stream row {}); "
+             "stopping",
+             host_loss, epoch, batch_index_, events[0]);
   if (!with_gradients) return host_loss;
 
   watch.restart();
@@ -189,6 +191,7 @@ EpochResult Trainer::run_epoch(int epoch, const ProgressFn& progress) {
   for (int64_t b = 0; b < batches; ++b) {
     const int64_t begin = b * cfg_.batch_size;
     const int64_t count = std::min(cfg_.batch_size, total - begin);
+    batch_index_ = b + 1;
     loss_sum += train_step(train.data() + begin, count, epoch, static_cast<uint64_t>(begin) * 3);
     r.events += count;
     if (progress) progress(b + 1, batches, loss_sum / static_cast<double>(b + 1));

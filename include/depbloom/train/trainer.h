@@ -131,6 +131,7 @@ class Trainer {
   std::vector<double> loss_trace_;
   StageTimes stages_;
   int64_t memory_rows_ = 0;
+  int64_t batch_index_ = 0;  // 1-based batch of the running epoch, for error messages
 };
 
 }  // namespace depbloom::train
