@@ -184,7 +184,7 @@ void RecentSampler::fill_hop(const HopRoots& hop, uint32_t /*epoch*/, const Bloc
   const int32_t k = k_;
   const int64_t count = out.num_roots;
 
-// Inline below the threshold: an if-clause region allocates a one-thread team.
+  // Inline below the threshold: an if-clause region allocates a one-thread team.
   const auto body = [&] {
     // Per-thread copies: locals whose fields the compiler may keep in registers.
     const RootSource roots(csr, hop);
@@ -231,7 +231,7 @@ void UniformSampler::fill_hop(const HopRoots& hop, uint32_t epoch, const Block& 
   key.epoch = epoch;
   const uint32_t lane_base = static_cast<uint32_t>(hop.hop) << 16;
 
-// Inline below the threshold: an if-clause region allocates a one-thread team.
+  // Inline below the threshold: an if-clause region allocates a one-thread team.
   const auto body = [&] {
     const RootSource roots(csr, hop);
     const HopKernel kernel(csr, thread_hints(hop), out);

@@ -67,7 +67,8 @@ void TrainNegativeSampler::sample_events(const int64_t* events, int64_t count, i
             per_event);
   const RngKey key{seed_, static_cast<uint32_t>(RngPurpose::negative_train), epoch};
   if (count * per_event < 4096) {  // inline: an if-clause region allocates a team
-    for (int64_t i = 0; i < count; ++i) fill_row(key, range_, events[i], per_event, out + i * per_event);
+    for (int64_t i = 0; i < count; ++i)
+      fill_row(key, range_, events[i], per_event, out + i * per_event);
     return;
   }
 #pragma omp parallel for schedule(static)

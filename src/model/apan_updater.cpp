@@ -45,12 +45,16 @@ std::vector<AttentionParamShape> ApanMemoryUpdater::parameter_shapes() const {
 
 void ApanMemoryUpdater::check_weights(const ApanUpdaterWeights& w, const char* what) const {
   const auto& shapes = shapes_;
-  static constexpr Tensor ApanUpdaterWeights::*kFields[] = {&ApanUpdaterWeights::time_w, &ApanUpdaterWeights::time_b, &ApanUpdaterWeights::w_q, &ApanUpdaterWeights::b_q, &ApanUpdaterWeights::w_k, &ApanUpdaterWeights::b_k, &ApanUpdaterWeights::w_v, &ApanUpdaterWeights::b_v, &ApanUpdaterWeights::ln_gamma, &ApanUpdaterWeights::ln_beta, &ApanUpdaterWeights::w_o, &ApanUpdaterWeights::b_o};
+  static constexpr Tensor ApanUpdaterWeights::*kFields[] = {
+      &ApanUpdaterWeights::time_w,  &ApanUpdaterWeights::time_b, &ApanUpdaterWeights::w_q,
+      &ApanUpdaterWeights::b_q,     &ApanUpdaterWeights::w_k,    &ApanUpdaterWeights::b_k,
+      &ApanUpdaterWeights::w_v,     &ApanUpdaterWeights::b_v,    &ApanUpdaterWeights::ln_gamma,
+      &ApanUpdaterWeights::ln_beta, &ApanUpdaterWeights::w_o,    &ApanUpdaterWeights::b_o};
   for (size_t i = 0; i < shapes.size(); ++i) {
     if (shapes[i].shape.numel() == 0) continue;  // time encoding switched off
     DB_ASSERT((w.*kFields[i]).defined() && (w.*kFields[i]).shape() == shapes[i].shape,
-              "{}: {} {} is {}, expected shape {}", kLayer, what, shapes[i].name, (w.*kFields[i]).str(),
-              shapes[i].shape.str());
+              "{}: {} {} is {}, expected shape {}", kLayer, what, shapes[i].name,
+              (w.*kFields[i]).str(), shapes[i].shape.str());
   }
 }
 

@@ -47,11 +47,17 @@ std::vector<AttentionParamShape> TemporalAttentionLayer::parameter_shapes() cons
 void TemporalAttentionLayer::check_weights(const TemporalAttentionWeights& w,
                                            const char* what) const {
   const auto& shapes = shapes_;
-  static constexpr Tensor TemporalAttentionWeights::*kFields[] = {&TemporalAttentionWeights::time_w, &TemporalAttentionWeights::time_b, &TemporalAttentionWeights::w_q, &TemporalAttentionWeights::b_q, &TemporalAttentionWeights::w_k, &TemporalAttentionWeights::b_k, &TemporalAttentionWeights::w_v, &TemporalAttentionWeights::b_v, &TemporalAttentionWeights::w_o, &TemporalAttentionWeights::b_o, &TemporalAttentionWeights::ln_gamma, &TemporalAttentionWeights::ln_beta};
+  static constexpr Tensor TemporalAttentionWeights::*kFields[] = {
+      &TemporalAttentionWeights::time_w,   &TemporalAttentionWeights::time_b,
+      &TemporalAttentionWeights::w_q,      &TemporalAttentionWeights::b_q,
+      &TemporalAttentionWeights::w_k,      &TemporalAttentionWeights::b_k,
+      &TemporalAttentionWeights::w_v,      &TemporalAttentionWeights::b_v,
+      &TemporalAttentionWeights::w_o,      &TemporalAttentionWeights::b_o,
+      &TemporalAttentionWeights::ln_gamma, &TemporalAttentionWeights::ln_beta};
   for (size_t i = 0; i < shapes.size(); ++i) {
     DB_ASSERT((w.*kFields[i]).defined() && (w.*kFields[i]).shape() == shapes[i].shape,
-              "{}: {} {} is {}, expected shape {}", kLayer, what, shapes[i].name, (w.*kFields[i]).str(),
-              shapes[i].shape.str());
+              "{}: {} {} is {}, expected shape {}", kLayer, what, shapes[i].name,
+              (w.*kFields[i]).str(), shapes[i].shape.str());
   }
 }
 

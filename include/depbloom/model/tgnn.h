@@ -67,14 +67,14 @@ void validate(const TgnnConfig& cfg);
 // time) pairs among the roots and the sampled neighbours; each gets its memory updated
 // from its mailbox at that time (TGL's semantics) and feeds every position that names it.
 struct TgnnInputs {
-  int64_t events = 0;     // B
-  int32_t negatives = 1;  // K
-  Tensor mem_node;        // [U] i32 node ids
-  Tensor mem_time;        // [U] the update time (state dtype)
-  Tensor mem_inv_time;    // [U] 1 / (time + 1), JODIE's normalisation of dt (JODIE only)
-  Tensor mem_mask;        // [U, slots] u8, 1 = the slot holds a mail (transformer updater)
+  int64_t events = 0;          // B
+  int32_t negatives = 1;       // K
+  Tensor mem_node;             // [U] i32 node ids
+  Tensor mem_time;             // [U] the update time (state dtype)
+  Tensor mem_inv_time;         // [U] 1 / (time + 1), JODIE's normalisation of dt (JODIE only)
+  Tensor mem_mask;             // [U, slots] u8, 1 = the slot holds a mail (transformer updater)
   int64_t mem_with_mail = -1;  // rows [0, this) hold mail, the rest none; -1: all rows update
-  Tensor root_row;        // [(2+K)B] i32 memory row of each root
+  Tensor root_row;             // [(2+K)B] i32 memory row of each root
   // Per sampled hop l < hops(): R_l = (2+K)B k^l roots, each with `neighbours` slots.
   std::array<Tensor, kMaxHops> slot_row;   // [R_l * k] i32 memory row, -1 for an empty slot
   std::array<Tensor, kMaxHops> slot_eid;   // [R_l * k] i64 edge feature row, -1 when empty

@@ -63,7 +63,8 @@ class BatchPlanner {
   const std::vector<int32_t>& root_nodes() const { return root_node_; }
   double time_origin() const { return t0_; }
 
- private:  int32_t row_of(int32_t node, double time);  // memory row of (node, time), added if new
+ private:
+  int32_t row_of(int32_t node, double time);  // memory row of (node, time), added if new
   void order_rows_by_mail(const model::NodeState& state);
   void reserve_table(int64_t entries);
   Tensor stage_times(Arena& arena, const std::vector<double>& host, std::vector<float>& scratch);
