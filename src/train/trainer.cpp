@@ -35,6 +35,8 @@ Trainer::Trainer(const data::EventStream& stream, const data::ChronoSplit& split
   store_->finalize();
   store_->initialize(cfg.seed);
   model_->bind();
+  // Identical parameters on every rank (the same seed gives them; rank 0's win regardless).
+  if (distributed()) cfg_.comm->broadcast(store_->values(), 0);
 
   const auto& m = cfg_.model;
   const bool memory = m.memory != model::MemoryKind::none;
@@ -102,6 +104,11 @@ Trainer::~Trainer() = default;
 
 double Trainer::step_loss(const int64_t* events, int64_t count, int epoch, uint64_t first_row,
                           bool with_gradients) {
+  return forward_backward(events, count, epoch, first_row, with_gradients, 2.0);
+}
+
+double Trainer::forward_backward(const int64_t* events, int64_t count, int epoch,
+                                 uint64_t first_row, bool with_gradients, double dloss) {
   DB_ASSERT(count > 0 && count <= cfg_.batch_size, "train step of {} events (batch size {})", count,
             cfg_.batch_size);
   const auto ep = static_cast<uint32_t>(epoch);
@@ -151,13 +158,14 @@ double Trainer::step_loss(const int64_t* events, int64_t count, int epoch, uint6
   watch.restart();
   store_->zero_grad();
   Tensor d_logits = arena_.alloc(dtype, Shape(2 * count));
-  model::bce_loss_backward(d_logits, logits, targets, 2.0);
+  model::bce_loss_backward(d_logits, logits, targets, dloss);
   model_->backward(arena_, d_logits);
   stages_.backward += watch.seconds();
   return host_loss;
 }
 
 double Trainer::train_step(const int64_t* events, int64_t count, int epoch, uint64_t first_row) {
+  if (distributed()) return strict_step(events, count, epoch, first_row);
   const double loss = step_loss(events, count, epoch, first_row, true);
   Stopwatch watch;
   ops::AdamConfig adam;
@@ -174,6 +182,114 @@ double Trainer::train_step(const int64_t* events, int64_t count, int epoch, uint
   return loss;
 }
 
+// The strict strategy's step on this rank's slice of the global batch events[0, count).
+double Trainer::strict_step(const int64_t* events, int64_t count, int epoch, uint64_t first_row) {
+  dist::Communicator& comm = *cfg_.comm;
+  const int64_t ranks = comm.size(), rank = comm.rank();
+  const int64_t lo = rank * count / ranks, hi = (rank + 1) * count / ranks, local = hi - lo;
+  double local_loss = 0;
+  if (local > 0) {
+    // Each rank's gradient of its share of the global mean: the all-reduced sum is the
+    // gradient of TGL's loss over the whole batch.
+    const double dloss = 2.0 * static_cast<double>(local) / static_cast<double>(count);
+    local_loss = forward_backward(events + lo, local, epoch, first_row + 3 * static_cast<uint64_t>(lo),
+                                  true, dloss);
+  } else {
+    arena_.reset();
+    store_->zero_grad();
+  }
+  Stopwatch watch;
+  comm.all_reduce(store_->grads(), dist::ReduceOp::sum);
+  ops::AdamConfig adam;
+  adam.lr = cfg_.lr;
+  adam.weight_decay = cfg_.weight_decay;
+  store_->adam_step(adam);
+  stages_.optimiser += watch.seconds();
+
+  // Memory reconciliation: every slice's writes, applied in event order on every rank.
+  watch.restart();
+  BatchPlanner::Writes w;
+  if (local > 0)
+    w = planner_->collect_writes(arena_, *state_, model_->updated_memory(), edge_feat_.view(),
+                                 model_->row_last_update());
+  // Per rank: memory rows, root mails, source- and destination-neighbour mails, loss sum.
+  constexpr int kFields = 5;
+  my_counts_.assign({static_cast<double>(w.mem_count), static_cast<double>(w.root_mails),
+                     static_cast<double>(w.src_nbr_mails), static_cast<double>(w.dst_nbr_mails),
+                     local_loss * static_cast<double>(local)});
+  all_counts_.resize(static_cast<size_t>(kFields * ranks));
+  comm.all_gather(Tensor::wrap(my_counts_.data(), Shape(kFields)),
+                  Tensor::wrap(all_counts_.data(), Shape(kFields * ranks)));
+  double loss_sum = 0;
+  std::vector<int64_t> mem_counts(static_cast<size_t>(ranks)), mail_counts(mem_counts);
+  int64_t mem_total = 0, mail_total = 0;
+  for (int64_t r = 0; r < ranks; ++r) {
+    const double* c = all_counts_.data() + kFields * r;
+    mem_counts[static_cast<size_t>(r)] = static_cast<int64_t>(c[0]);
+    mail_counts[static_cast<size_t>(r)] = static_cast<int64_t>(c[1] + c[2] + c[3]);
+    mem_total += mem_counts[static_cast<size_t>(r)];
+    mail_total += mail_counts[static_cast<size_t>(r)];
+    loss_sum += c[4];
+  }
+  const double loss = loss_sum / static_cast<double>(count);
+  const auto& m = cfg_.model;
+  if (m.memory != model::MemoryKind::none) {
+    const DType dtype = store_->dtype();
+    const int64_t d_mem = state_->memory_dim(), d_mail = state_->mail_dim();
+    auto scaled = [&](const std::vector<int64_t>& c, int64_t by) {
+      std::vector<int64_t> s(c);
+      for (auto& x : s) x *= by;
+      return s;
+    };
+    const Tensor none_f = arena_.alloc(dtype, Shape(0));
+    auto or_empty = [&](const Tensor& t) { return t.defined() && t.numel() > 0 ? t : none_f; };
+    all_mem_node_.resize(static_cast<size_t>(mem_total));
+    all_mail_node_.resize(static_cast<size_t>(mail_total));
+    int32_t no_node = 0;
+    comm.all_gather_v(Tensor::wrap(w.mem_count > 0 ? const_cast<int32_t*>(w.mem_node) : &no_node,
+                                   Shape(w.mem_count)),
+                      Tensor::wrap(all_mem_node_.data(), Shape(mem_total)), mem_counts);
+    Tensor mem_rows = arena_.alloc(dtype, Shape(mem_total, d_mem));
+    Tensor mem_time = arena_.alloc(dtype, Shape(mem_total));
+    comm.all_gather_v(or_empty(w.mem_rows).reshape(Shape(w.mem_count * d_mem)),
+                      mem_rows.reshape(Shape(mem_total * d_mem)), scaled(mem_counts, d_mem));
+    comm.all_gather_v(or_empty(w.mem_time), mem_time, mem_counts);
+    const int64_t my_mails = w.mail_count();
+    comm.all_gather_v(Tensor::wrap(my_mails > 0 ? const_cast<int32_t*>(w.mail_node) : &no_node,
+                                   Shape(my_mails)),
+                      Tensor::wrap(all_mail_node_.data(), Shape(mail_total)), mail_counts);
+    Tensor mail_rows = arena_.alloc(dtype, Shape(mail_total, d_mail));
+    Tensor mail_time = arena_.alloc(dtype, Shape(mail_total));
+    comm.all_gather_v(or_empty(w.mail_rows).reshape(Shape(my_mails * d_mail)),
+                      mail_rows.reshape(Shape(mail_total * d_mail)), scaled(mail_counts, d_mail));
+    comm.all_gather_v(or_empty(w.mail_time), mail_time, mail_counts);
+    // TGL's mail order over the global batch: every endpoint's own mail (rank order is event
+    // order), then the sources' neighbour deliveries, then the destinations'.
+    mail_order_.clear();
+    for (int field = 1; field <= 3; ++field) {
+      int64_t base = 0;
+      for (int64_t r = 0; r < ranks; ++r) {
+        const double* c = all_counts_.data() + kFields * r;
+        int64_t begin = base;
+        for (int f = 1; f < field; ++f) begin += static_cast<int64_t>(c[f]);
+        for (int64_t i = 0; i < static_cast<int64_t>(c[field]); ++i) mail_order_.push_back(begin + i);
+        base += mail_counts[static_cast<size_t>(r)];
+      }
+    }
+    planner_->apply_writes(arena_, *state_, all_mem_node_.data(), mem_total, mem_rows, mem_time,
+                           all_mail_node_.data(), mail_order_.data(), mail_total, mail_rows,
+                           mail_time);
+  }
+  stages_.write_back += watch.seconds();
+  if (!std::isfinite(loss))
+    DB_THROW(runtime,
+             "the training loss is {} at epoch {}, batch {} (first event: stream row {}); "
+             "stopping",
+             loss, epoch, batch_index_, events[0]);
+  loss_trace_.push_back(loss);
+  return loss;
+}
+
 EpochResult Trainer::run_epoch(int epoch, const ProgressFn& progress) {
   EpochResult r;
   r.epoch = epoch;
@@ -181,6 +297,7 @@ EpochResult Trainer::run_epoch(int epoch, const ProgressFn& progress) {
   model_->times() = model::TgnnTimes{};
   memory_rows_ = 0;
   state_->reset();
+  if (cfg_.comm != nullptr) cfg_.comm->reset_stats();
   Stopwatch watch;
   const auto& train = split_.train;
   const auto total = static_cast<int64_t>(train.size());
@@ -196,7 +313,7 @@ EpochResult Trainer::run_epoch(int epoch, const ProgressFn& progress) {
     r.events += count;
     if (progress) progress(b + 1, batches, loss_sum / static_cast<double>(b + 1));
   }
-  backend::synchronize();
+  if (cfg_.device.is_cuda()) backend::synchronize(cfg_.device.index);
   r.batches = batches;
   r.loss = batches > 0 ? loss_sum / static_cast<double>(batches) : 0.0;
   r.train_seconds = watch.seconds();
@@ -207,6 +324,10 @@ EpochResult Trainer::run_epoch(int epoch, const ProgressFn& progress) {
   r.stages.forward -= t.gather + t.memory_update;
   r.memory_rows =
       batches > 0 ? static_cast<double>(memory_rows_) / static_cast<double>(batches) : 0;
+  if (cfg_.comm != nullptr) {
+    r.ranks = cfg_.comm->size();
+    r.comm = cfg_.comm->stats();
+  }
 
   watch.restart();
   const bool new_nodes = cfg_.new_nodes && !split_.new_node_val.empty();

@@ -58,6 +58,33 @@ class BatchPlanner {
   void write_back(Arena& arena, model::NodeState& state, const Tensor& updated,
                   const Tensor& edge_feat, const Tensor& row_last_update = Tensor{});
 
+  // The strict strategy's write-back in two halves. collect_writes: the writes this batch
+  // (a rank's slice) makes, without touching `state`: memory rows (distinct nodes, the
+  // node's last event in the batch wins) and every mail in TGL's order, unclaimed: first
+  // the endpoints' own mails (src_0, dst_0, src_1, ...), then, with deliver_to_neighbours,
+  // the sources' hop-0 neighbours' deliveries, then the destinations'. Tensors come from
+  // `arena` (on CPU some are views of host buffers valid until the next collect_writes);
+  // node ids stay on the host. Same arguments as write_back.
+  struct Writes {
+    const int32_t* mem_node = nullptr;  // [w] host
+    int64_t mem_count = 0;
+    Tensor mem_rows, mem_time;           // [w, d_mem], [w]
+    const int32_t* mail_node = nullptr;  // [m] host
+    int64_t root_mails = 0, src_nbr_mails = 0, dst_nbr_mails = 0;  // sum: m
+    Tensor mail_rows, mail_time;  // [m, d_mail], [m]
+    int64_t mail_count() const { return root_mails + src_nbr_mails + dst_nbr_mails; }
+  };
+  Writes collect_writes(Arena& arena, const model::NodeState& state, const Tensor& updated,
+                        const Tensor& edge_feat, const Tensor& row_last_update = Tensor{});
+  // apply_writes: memory rows of mem_node [w] (in order; a later row of the same node wins)
+  // and mails of mail_node taken in the order mail_order [m] (positions into the mail
+  // arrays; null: 0..m-1), each claiming its node's next ring slot (a later mail wins a slot
+  // it wraps onto). Applying one batch's collect_writes gives exactly write_back's state.
+  void apply_writes(Arena& arena, model::NodeState& state, const int32_t* mem_node, int64_t w,
+                    const Tensor& mem_rows, const Tensor& mem_time, const int32_t* mail_node,
+                    const int64_t* mail_order, int64_t m, const Tensor& mail_rows,
+                    const Tensor& mail_time);
+
   int64_t memory_rows() const { return static_cast<int64_t>(mem_node_.size()); }
   int64_t roots() const { return static_cast<int64_t>(root_node_.size()); }
   const std::vector<int32_t>& root_nodes() const { return root_node_; }
@@ -67,6 +94,7 @@ class BatchPlanner {
   int32_t row_of(int32_t node, double time);  // memory row of (node, time), added if new
   void order_rows_by_mail(const model::NodeState& state);
   void reserve_table(int64_t entries);
+  void next_write_stamp(const model::NodeState& state);
   Tensor stage_times(Arena& arena, const std::vector<double>& host, std::vector<float>& scratch);
   template <class T>
   Tensor stage_raw(Arena& arena, const T* host, Shape shape);
@@ -109,6 +137,7 @@ class BatchPlanner {
   std::vector<uint32_t> node_stamp_, flat_stamp_;
   std::vector<int32_t> node_pos_, flat_pos_;
   uint32_t wb_stamp_ = 0;
+  std::vector<int32_t> wm_node_, ap_node_, ap_pos_, ap_flat_, ap_mpos_;
   std::vector<float> scratch_[4];
   std::vector<double> scratch_rows_;
   std::vector<int32_t> scratch_nodes_;

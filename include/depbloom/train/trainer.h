@@ -14,6 +14,7 @@
 #include "depbloom/core/arena.h"
 #include "depbloom/data/event_stream.h"
 #include "depbloom/data/split.h"
+#include "depbloom/dist/communicator.h"
 #include "depbloom/graph/negative_sampler.h"
 #include "depbloom/graph/neighbour_sampler.h"
 #include "depbloom/graph/temporal_csr.h"
@@ -42,6 +43,9 @@ struct TrainerConfig {
   uint64_t seed = 0;
   Device device = Device::cpu();
   DType dtype = DType::f32;  // f64 for gradient checks on the CPU
+  // Data-parallel training with the `strict` strategy over comm->size() ranks (not owned;
+  // must outlive the trainer). Null or one rank: single-device training, unchanged.
+  dist::Communicator* comm = nullptr;
 };
 
 struct EvalResult {
@@ -70,6 +74,8 @@ struct EpochResult {
   StageTimes stages;
   EvalResult val, val_new;
   double eval_seconds = 0.0;
+  int ranks = 1;
+  dist::CommStats comm;  // the epoch's collectives (training; evaluation makes none)
 };
 
 // Called during training with (batches done, batches in the epoch, mean loss so far).
@@ -82,6 +88,14 @@ class Trainer {
           const TrainerConfig& cfg);
   ~Trainer();
 
+  // Under the strict strategy with P ranks, every global batch of B events is split into P
+  // contiguous slices (rank r: events [r*B/P, (r+1)*B/P) of the batch); each rank runs its
+  // slice, the gradients are summed by one all-reduce (each rank's loss scaled by its share
+  // of the batch, so the sum is the 1-rank gradient), every rank takes the same Adam step,
+  // and the memory and mail writes of every slice are all-gathered and applied in event
+  // order, so every rank's node state stays the 1-rank state. Evaluation runs in full on
+  // every rank. train_step and the loss trace report the global loss.
+  //
   // Resets the node state, trains one pass over the training events, then validates
   // (transductive, and new-node under the tgn protocol). epoch counts from 1.
   EpochResult run_epoch(int epoch, const ProgressFn& progress = nullptr);
@@ -110,6 +124,10 @@ class Trainer {
 
  private:
   EvalResult evaluate(const std::vector<int64_t>& events, uint32_t split_id);
+  bool distributed() const { return cfg_.comm != nullptr && cfg_.comm->size() > 1; }
+  double forward_backward(const int64_t* events, int64_t count, int epoch, uint64_t first_row,
+                          bool with_gradients, double dloss);
+  double strict_step(const int64_t* events, int64_t count, int epoch, uint64_t first_row);
 
   const data::EventStream& stream_;
   const data::ChronoSplit& split_;
@@ -131,7 +149,11 @@ class Trainer {
   std::vector<double> loss_trace_;
   StageTimes stages_;
   int64_t memory_rows_ = 0;
-  int64_t batch_index_ = 0;  // 1-based batch of the running epoch, for error messages
+  int64_t batch_index_ = 0;
+  // Strict strategy: per-rank counts and the gathered host-side node ids and mail order.
+  std::vector<double> my_counts_, all_counts_;
+  std::vector<int32_t> all_mem_node_, all_mail_node_;
+  std::vector<int64_t> mail_order_;  // 1-based batch of the running epoch, for error messages
 };
 
 }  // namespace depbloom::train
