@@ -13,14 +13,20 @@
 
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
+#include <cerrno>
 #include <cstdio>
+#include <cstdlib>
+#include <cstring>
 #include <ctime>
 #include <fstream>
+#include <memory>
 
 #include "depbloom/backend/runtime.h"
 #include "depbloom/cli/options.h"
 #include "depbloom/cli/train_command.h"
 #include "depbloom/core/error.h"
+#include "depbloom/dist/communicator.h"
 #include "depbloom/train/checkpoint.h"
 
 #ifndef DEPBLOOM_SOURCE_DIR
@@ -87,6 +93,46 @@ std::string expand_run_folder(std::string pattern) {
   return pattern.replace(at, tag.size(), stamp);
 }
 
+// --ranks P outside mpirun: this same command again as P ranks under mpirun (without
+// --ranks), with OMP_NUM_THREADS = cores / P unless it is set. Returns only on failure.
+int relaunch_under_mpirun(int argc, char** argv, int64_t ranks) {
+  if (!dist::built_with_mpi())
+    DB_THROW(usage, "--ranks {}: this depbloom-train was built without MPI", ranks);
+  if (std::getenv("OMP_NUM_THREADS") == nullptr) {
+    const long cores = sysconf(_SC_NPROCESSORS_ONLN);
+    const long per_rank = std::max(1L, cores / static_cast<long>(ranks));
+    setenv("OMP_NUM_THREADS", std::to_string(per_rank).c_str(), 1);
+  }
+  std::error_code ec;
+  fs::path self = fs::read_symlink("/proc/self/exe", ec);
+  std::vector<std::string> args = {"mpirun",
+                                   "-np",
+                                   std::to_string(ranks),
+                                   "--oversubscribe",
+                                   "--allow-run-as-root",
+                                   "--bind-to",
+                                   "none",
+                                   "-x",
+                                   "OMP_NUM_THREADS",
+                                   ec ? std::string(argv[0]) : self.string()};
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    if (a == "--ranks") {
+      ++i;  // and its value
+      continue;
+    }
+    if (a.rfind("--ranks=", 0) == 0) continue;
+    args.push_back(a);
+  }
+  std::vector<char*> cargs;
+  for (auto& a : args) cargs.push_back(a.data());
+  cargs.push_back(nullptr);
+  std::fflush(stdout);
+  std::fflush(stderr);
+  execvp("mpirun", cargs.data());
+  DB_THROW(usage, "--ranks {}: cannot start mpirun: {}", ranks, std::strerror(errno));
+}
+
 }  // namespace
 
 int run_train(int argc, char** argv) {
@@ -96,6 +142,7 @@ int run_train(int argc, char** argv) {
   int64_t threads = -1, seed = -1;
   std::string resume, eval_only;
   bool print_config = false;
+  int64_t ranks = 1;
   app.add_option("--config", config_file, "YAML run config (keys: docs/configs.md)");
   app.add_option("--set", sets, "override one key, e.g. --set train.batch_size=200 (repeatable)");
   app.add_option("--data", data, "event stream file or folder (sets data.path)");
@@ -106,6 +153,10 @@ int run_train(int argc, char** argv) {
   app.add_option("--resume", resume, "continue the run in this folder from its last.ckpt");
   app.add_option("--eval-only", eval_only, "evaluate this checkpoint on the test split");
   app.add_flag("--print-config", print_config, "print the effective config and exit");
+  app.add_option("--ranks", ranks,
+                 "train data-parallel (strict) on this many ranks of this machine: starts "
+                 "itself under mpirun")
+      ->check(CLI::PositiveNumber);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -113,7 +164,24 @@ int run_train(int argc, char** argv) {
     return rc == 0 ? 0 : exit_code(ErrorKind::usage);
   }
   spdlog::set_pattern("[%H:%M:%S.%e] [%^%l%$] %v");
+  // Under mpirun with several ranks: one communicator; rank 0 logs and writes the files,
+  // the others report only warnings and errors; every fatal error ends all ranks.
+  const dist::LaunchEnv env = dist::launch_env();
+  const bool multi_rank = env.under_mpirun && env.size > 1;
+  if (multi_rank) {
+    spdlog::set_pattern(fmt::format("[%H:%M:%S.%e] [rank {}/{}] [%^%l%$] %v", env.rank, env.size));
+    if (env.rank != 0) spdlog::set_level(spdlog::level::warn);
+  }
+  std::unique_ptr<dist::Communicator> comm;
+  auto fail = [&](int code, const std::string& message) {
+    spdlog::error("{}", message);
+    if (comm != nullptr && comm->size() > 1) comm->abort(code, message);  // never returns
+    return code;
+  };
   try {
+    if (ranks > 1 && !env.under_mpirun) return relaunch_under_mpirun(argc, argv, ranks);
+    if (ranks > 1 && env.size != ranks)
+      spdlog::warn("--ranks {} ignored: mpirun started {} ranks", ranks, env.size);
     OptionRegistry cfg = depbloom_options();
     if (!resume.empty() && !eval_only.empty())
       DB_THROW(usage, "--resume and --eval-only exclude each other");
@@ -142,31 +210,39 @@ int run_train(int argc, char** argv) {
       backend::set_cpu_threads(static_cast<int>(cfg.get<int64_t>("run.threads")));
     TrainCommand cmd;
     cmd.device = parse_device(cfg.get<std::string>("run.device"));
+    if (multi_rank) {
+      comm = dist::make_communicator("auto", cmd.device);
+      cmd.device = comm->device();
+      cmd.comm = comm.get();
+      cmd.write_files = comm->rank() == 0;
+    }
     cmd.data_path = cfg.get<std::string>("data.path");
     if (cmd.data_path.empty()) cmd.data_path = find_default_data();
     cmd.resume_dir = resume;
     cmd.eval_ckpt = eval_only;
 
     fs::path run_dir = expand_run_folder(cfg.get<std::string>("run.out"));
-    std::error_code ec;
-    fs::create_directories(run_dir, ec);
-    if (ec)
-      DB_THROW(runtime, "cannot create the run folder {}: {}", run_dir.string(), ec.message());
     cmd.run_dir = run_dir.string();
-    if (eval_only.empty()) cfg.write_effective_config((run_dir / "config.yaml").string());
+    if (cmd.write_files) {
+      std::error_code ec;
+      fs::create_directories(run_dir, ec);
+      if (ec)
+        DB_THROW(runtime, "cannot create the run folder {}: {}", run_dir.string(), ec.message());
+      if (eval_only.empty()) cfg.write_effective_config((run_dir / "config.yaml").string());
+    }
     spdlog::info("effective config (saved in {}):\n{}", (run_dir / "config.yaml").string(),
                  cfg.dump_yaml());
-    spdlog::info("depbloom-train: device {}, {} CPU threads", cmd.device.str(),
-                 backend::cpu_threads());
+    spdlog::info("depbloom-train: device {}, {} CPU threads{}", cmd.device.str(),
+                 backend::cpu_threads(),
+                 comm ? fmt::format(", {} ranks over {} (strict)", comm->size(), comm->name())
+                      : std::string());
     int rc = run_train_command(cfg, cmd);
     spdlog::info("run folder: {}", run_dir.string());
     return rc;
   } catch (const Error& e) {
-    spdlog::error("{}", e.message());
-    return exit_code(e.kind());
+    return fail(exit_code(e.kind()), e.message());
   } catch (const std::exception& e) {
-    spdlog::error("{}", e.what());
-    return exit_code(ErrorKind::runtime);
+    return fail(exit_code(ErrorKind::runtime), e.what());
   }
 }
 

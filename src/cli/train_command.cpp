@@ -5,6 +5,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -41,6 +42,41 @@ std::string eval_text(const char* name, const train::EvalResult& r) {
   std::string s = fmt::format("{} AP {:.4f} AUC {:.4f} (per-batch mean AP {:.4f} AUC {:.4f})", name,
                               r.whole.ap, r.whole.auc, r.batch_mean.ap, r.batch_mean.auc);
   if (r.mrr >= 0) s += fmt::format(" MRR {:.4f}", r.mrr);
+  return s;
+}
+
+// The epoch's collectives: sync points (blocking calls, on the critical path) and, per kind,
+// calls and bytes.
+json comm_json(const train::EpochResult& r) {
+  json j = {{"ranks", r.ranks},
+            {"sync_points", r.comm.total_calls()},
+            {"local_events", r.local_events},
+            {"exchanged_rows", r.exchanged_rows},
+            {"exchanged_mails", r.exchanged_mails}};
+  int64_t nonblocking = 0;
+  for (int k = 0; k < dist::kNumCollectiveKinds; ++k) {
+    const auto kind = static_cast<dist::CollectiveKind>(k);
+    const dist::CollectiveCounts& c = r.comm[kind];
+    nonblocking += c.nonblocking;
+    j[dist::collective_name(kind)] = {
+        {"calls", c.calls}, {"nonblocking", c.nonblocking}, {"bytes", c.bytes}};
+  }
+  j["sync_points"] = r.comm.total_calls() - nonblocking;
+  return j;
+}
+
+std::string comm_text(const train::EpochResult& r) {
+  if (r.ranks <= 1) return "";
+  const json j = comm_json(r);
+  std::string s =
+      fmt::format("; {} ranks (strict): {} sync points", r.ranks, j["sync_points"].get<int64_t>());
+  for (int k = 0; k < dist::kNumCollectiveKinds; ++k) {
+    const auto kind = static_cast<dist::CollectiveKind>(k);
+    const dist::CollectiveCounts& c = r.comm[kind];
+    if (c.calls == 0) continue;
+    s += fmt::format(", {} {} x {:.2f} MB", dist::collective_name(kind), c.calls,
+                     static_cast<double>(c.bytes) / 1e6);
+  }
   return s;
 }
 
@@ -136,6 +172,8 @@ int run_train_command(OptionRegistry& cfg, const TrainCommand& cmd) {
   const fs::path run_dir = cmd.run_dir;
   const fs::path metrics = run_dir / "metrics.jsonl";
   train::TrainerConfig tc = trainer_config(cfg, cmd.device);
+  tc.comm = cmd.comm;
+  const bool writer = cmd.write_files;
 
   data::LoadOptions load;
   load.format = cfg.get<std::string>("data.format");
@@ -168,11 +206,12 @@ int run_train_command(OptionRegistry& cfg, const TrainCommand& cmd) {
     auto [test, test_new] = trainer.test();
     spdlog::info("{}", eval_text("test", test));
     if (test_new.valid) spdlog::info("{}", eval_text("test (new nodes)", test_new));
-    append_line(metrics, {{"split", "test"},
-                          {"checkpoint", cmd.eval_ckpt},
-                          {"epoch", c.epoch},
-                          {"test", eval_json(test)},
-                          {"test_new_nodes", eval_json(test_new)}});
+    if (writer)
+      append_line(metrics, {{"split", "test"},
+                            {"checkpoint", cmd.eval_ckpt},
+                            {"epoch", c.epoch},
+                            {"test", eval_json(test)},
+                            {"test_new_nodes", eval_json(test_new)}});
     return 0;
   }
 
@@ -200,9 +239,15 @@ int run_train_command(OptionRegistry& cfg, const TrainCommand& cmd) {
                  first_epoch - 1, best_epoch);
   }
 
+  // For the failure test (tests/CMakeLists.txt): this rank throws after its second step.
+  const char* fail_rank = std::getenv("DEPBLOOM_TEST_FAIL_RANK");
+  const int my_rank = cmd.comm != nullptr ? cmd.comm->rank() : 0;
   for (int epoch = first_epoch; epoch <= epochs; ++epoch) {
     Stopwatch since_log;
     auto progress = [&](int64_t done, int64_t total, double loss) {
+      if (fail_rank != nullptr && std::atoi(fail_rank) == my_rank && done == 2)
+        DB_THROW(runtime, "failing on purpose (DEPBLOOM_TEST_FAIL_RANK={}) in epoch {}", fail_rank,
+                 epoch);
       const bool every = log_every > 0 && done % log_every == 0;
       if (!progress_on || done == total || (!every && since_log.seconds() < 10.0)) return;
       since_log.restart();
@@ -214,33 +259,35 @@ int run_train_command(OptionRegistry& cfg, const TrainCommand& cmd) {
     watch.restart();
     train::EpochResult r = trainer.run_epoch(epoch, progress);
     const double eps = static_cast<double>(r.events) / r.train_seconds;
-    spdlog::info("epoch {}/{}: loss {:.4f}, {:.2f} s ({:.0f} events/s); {}{}{}", epoch, epochs,
+    spdlog::info("epoch {}/{}: loss {:.4f}, {:.2f} s ({:.0f} events/s); {}{}{}{}", epoch, epochs,
                  r.loss, r.train_seconds, eps, eval_text("val", r.val), r.val_new.valid ? "; " : "",
-                 eval_text("new-node val", r.val_new));
+                 eval_text("new-node val", r.val_new), comm_text(r));
     spdlog::info(
         "  stages: sample {:.2f} s, gather {:.2f} s, memory update {:.2f} s, forward "
         "{:.2f} s, backward {:.2f} s, optimiser {:.2f} s, write-back {:.2f} s, "
         "evaluation {:.2f} s; {:.0f} memory rows per batch",
         r.stages.sample, r.stages.gather, r.stages.memory_update, r.stages.forward,
         r.stages.backward, r.stages.optimiser, r.stages.write_back, r.eval_seconds, r.memory_rows);
-    append_line(metrics, {{"epoch", epoch},
-                          {"loss", r.loss},
-                          {"train_events", r.events},
-                          {"train_seconds", r.train_seconds},
-                          {"events_per_s", eps},
-                          {"memory_rows_per_batch", r.memory_rows},
-                          {"val", eval_json(r.val)},
-                          {"val_new_nodes", eval_json(r.val_new)},
-                          {"eval_seconds", r.eval_seconds},
-                          {"stage_s",
-                           {{"sample", r.stages.sample},
-                            {"gather", r.stages.gather},
-                            {"memory_update", r.stages.memory_update},
-                            {"forward", r.stages.forward},
-                            {"backward", r.stages.backward},
-                            {"optimiser", r.stages.optimiser},
-                            {"write_back", r.stages.write_back},
-                            {"evaluation", r.eval_seconds}}}});
+    if (writer)
+      append_line(metrics, {{"epoch", epoch},
+                            {"loss", r.loss},
+                            {"train_events", r.events},
+                            {"train_seconds", r.train_seconds},
+                            {"events_per_s", eps},
+                            {"memory_rows_per_batch", r.memory_rows},
+                            {"val", eval_json(r.val)},
+                            {"val_new_nodes", eval_json(r.val_new)},
+                            {"eval_seconds", r.eval_seconds},
+                            {"stage_s",
+                             {{"sample", r.stages.sample},
+                              {"gather", r.stages.gather},
+                              {"memory_update", r.stages.memory_update},
+                              {"forward", r.stages.forward},
+                              {"backward", r.stages.backward},
+                              {"optimiser", r.stages.optimiser},
+                              {"write_back", r.stages.write_back},
+                              {"evaluation", r.eval_seconds}}},
+                            {"comm", comm_json(r)}});
     const double val_ap = r.val.valid ? r.val.batch_mean.ap : -r.loss;
     const bool improved = val_ap > best_ap;
     Checkpoint now = trainer.save(epoch, config_text);
@@ -248,11 +295,11 @@ int run_train_command(OptionRegistry& cfg, const TrainCommand& cmd) {
       best_ap = val_ap, best_epoch = epoch, stale = 0;
       best = now;
       best.add("meta.val_ap", DType::f64, {1}, &best_ap, sizeof(double));
-      if (save_files) write_checkpoint((run_dir / "best.ckpt").string(), best);
+      if (save_files && writer) write_checkpoint((run_dir / "best.ckpt").string(), best);
     } else {
       ++stale;
     }
-    if (save_files) write_checkpoint((run_dir / "last.ckpt").string(), now);
+    if (save_files && writer) write_checkpoint((run_dir / "last.ckpt").string(), now);
     if (patience > 0 && stale >= patience) {
       spdlog::info("no validation gain for {} epochs: stopping after epoch {}", stale, epoch);
       break;
@@ -264,10 +311,11 @@ int run_train_command(OptionRegistry& cfg, const TrainCommand& cmd) {
   spdlog::info("best epoch {} (val per-batch AP {:.4f})", best_epoch, best_ap);
   spdlog::info("{}", eval_text("test", test));
   if (test_new.valid) spdlog::info("{}", eval_text("test (new nodes)", test_new));
-  append_line(metrics, {{"split", "test"},
-                        {"best_epoch", best_epoch},
-                        {"test", eval_json(test)},
-                        {"test_new_nodes", eval_json(test_new)}});
+  if (writer)
+    append_line(metrics, {{"split", "test"},
+                          {"best_epoch", best_epoch},
+                          {"test", eval_json(test)},
+                          {"test_new_nodes", eval_json(test_new)}});
   return 0;
 }
 

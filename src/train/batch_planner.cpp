@@ -385,8 +385,7 @@ BatchPlanner::Writes BatchPlanner::collect_writes(Arena& arena, const model::Nod
                  events_[b], root_time_[static_cast<size_t>(b)]);
       }
     }
-    out.dst_nbr_mails =
-        static_cast<int64_t>(wm_node_.size()) - out.root_mails - out.src_nbr_mails;
+    out.dst_nbr_mails = static_cast<int64_t>(wm_node_.size()) - out.root_mails - out.src_nbr_mails;
   }
   const int64_t d_mem = state.memory_dim();
   const DType dtype = updated.dtype();
@@ -454,7 +453,8 @@ void BatchPlanner::apply_writes(Arena& arena, model::NodeState& state, const int
     Tensor times = arena.alloc(dtype, Shape(wn, 1));
     ops::gather_rows(rows, mem_rows.reshape(Shape(w, d_mem)), pos);
     ops::gather_rows(times, mem_time.reshape(Shape(w, 1)), pos);
-    state.write_memory(rows, times.reshape(Shape(wn)), stage_raw(arena, ap_node_.data(), Shape(wn)));
+    state.write_memory(rows, times.reshape(Shape(wn)),
+                       stage_raw(arena, ap_node_.data(), Shape(wn)));
   }
   // Mails: each claims its node's next slot in order; a later mail wins a slot.
   ap_flat_.clear(), ap_mpos_.clear();

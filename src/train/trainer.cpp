@@ -192,8 +192,8 @@ double Trainer::strict_step(const int64_t* events, int64_t count, int epoch, uin
     // Each rank's gradient of its share of the global mean: the all-reduced sum is the
     // gradient of TGL's loss over the whole batch.
     const double dloss = 2.0 * static_cast<double>(local) / static_cast<double>(count);
-    local_loss = forward_backward(events + lo, local, epoch, first_row + 3 * static_cast<uint64_t>(lo),
-                                  true, dloss);
+    local_loss = forward_backward(events + lo, local, epoch,
+                                  first_row + 3 * static_cast<uint64_t>(lo), true, dloss);
   } else {
     arena_.reset();
     store_->zero_grad();
@@ -232,6 +232,9 @@ double Trainer::strict_step(const int64_t* events, int64_t count, int epoch, uin
     loss_sum += c[4];
   }
   const double loss = loss_sum / static_cast<double>(count);
+  local_events_ += local;
+  exchanged_rows_ += mem_total;
+  exchanged_mails_ += mail_total;
   const auto& m = cfg_.model;
   if (m.memory != model::MemoryKind::none) {
     const DType dtype = store_->dtype();
@@ -255,9 +258,9 @@ double Trainer::strict_step(const int64_t* events, int64_t count, int epoch, uin
                       mem_rows.reshape(Shape(mem_total * d_mem)), scaled(mem_counts, d_mem));
     comm.all_gather_v(or_empty(w.mem_time), mem_time, mem_counts);
     const int64_t my_mails = w.mail_count();
-    comm.all_gather_v(Tensor::wrap(my_mails > 0 ? const_cast<int32_t*>(w.mail_node) : &no_node,
-                                   Shape(my_mails)),
-                      Tensor::wrap(all_mail_node_.data(), Shape(mail_total)), mail_counts);
+    comm.all_gather_v(
+        Tensor::wrap(my_mails > 0 ? const_cast<int32_t*>(w.mail_node) : &no_node, Shape(my_mails)),
+        Tensor::wrap(all_mail_node_.data(), Shape(mail_total)), mail_counts);
     Tensor mail_rows = arena_.alloc(dtype, Shape(mail_total, d_mail));
     Tensor mail_time = arena_.alloc(dtype, Shape(mail_total));
     comm.all_gather_v(or_empty(w.mail_rows).reshape(Shape(my_mails * d_mail)),
@@ -272,7 +275,8 @@ double Trainer::strict_step(const int64_t* events, int64_t count, int epoch, uin
         const double* c = all_counts_.data() + kFields * r;
         int64_t begin = base;
         for (int f = 1; f < field; ++f) begin += static_cast<int64_t>(c[f]);
-        for (int64_t i = 0; i < static_cast<int64_t>(c[field]); ++i) mail_order_.push_back(begin + i);
+        for (int64_t i = 0; i < static_cast<int64_t>(c[field]); ++i)
+          mail_order_.push_back(begin + i);
         base += mail_counts[static_cast<size_t>(r)];
       }
     }
@@ -296,6 +300,7 @@ EpochResult Trainer::run_epoch(int epoch, const ProgressFn& progress) {
   stages_ = StageTimes{};
   model_->times() = model::TgnnTimes{};
   memory_rows_ = 0;
+  local_events_ = exchanged_rows_ = exchanged_mails_ = 0;
   state_->reset();
   if (cfg_.comm != nullptr) cfg_.comm->reset_stats();
   Stopwatch watch;
@@ -327,6 +332,9 @@ EpochResult Trainer::run_epoch(int epoch, const ProgressFn& progress) {
   if (cfg_.comm != nullptr) {
     r.ranks = cfg_.comm->size();
     r.comm = cfg_.comm->stats();
+    r.local_events = distributed() ? local_events_ : r.events;
+    r.exchanged_rows = exchanged_rows_;
+    r.exchanged_mails = exchanged_mails_;
   }
 
   watch.restart();

@@ -68,10 +68,10 @@ class BatchPlanner {
   struct Writes {
     const int32_t* mem_node = nullptr;  // [w] host
     int64_t mem_count = 0;
-    Tensor mem_rows, mem_time;           // [w, d_mem], [w]
-    const int32_t* mail_node = nullptr;  // [m] host
+    Tensor mem_rows, mem_time;                                     // [w, d_mem], [w]
+    const int32_t* mail_node = nullptr;                            // [m] host
     int64_t root_mails = 0, src_nbr_mails = 0, dst_nbr_mails = 0;  // sum: m
-    Tensor mail_rows, mail_time;  // [m, d_mail], [m]
+    Tensor mail_rows, mail_time;                                   // [m, d_mail], [m]
     int64_t mail_count() const { return root_mails + src_nbr_mails + dst_nbr_mails; }
   };
   Writes collect_writes(Arena& arena, const model::NodeState& state, const Tensor& updated,

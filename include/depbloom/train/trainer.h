@@ -76,6 +76,9 @@ struct EpochResult {
   double eval_seconds = 0.0;
   int ranks = 1;
   dist::CommStats comm;  // the epoch's collectives (training; evaluation makes none)
+  // Strict strategy: the events this rank trained on (its slices), and the memory rows and
+  // mails every rank wrote and all of them exchanged.
+  int64_t local_events = 0, exchanged_rows = 0, exchanged_mails = 0;
 };
 
 // Called during training with (batches done, batches in the epoch, mean loss so far).
@@ -149,6 +152,7 @@ class Trainer {
   std::vector<double> loss_trace_;
   StageTimes stages_;
   int64_t memory_rows_ = 0;
+  int64_t local_events_ = 0, exchanged_rows_ = 0, exchanged_mails_ = 0;
   int64_t batch_index_ = 0;
   // Strict strategy: per-rank counts and the gathered host-side node ids and mail order.
   std::vector<double> my_counts_, all_counts_;
