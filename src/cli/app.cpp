@@ -93,6 +93,24 @@ std::string expand_run_folder(std::string pattern) {
   return pattern.replace(at, tag.size(), stamp);
 }
 
+// Every rank must train the same thing: the ranks compare the hash of their effective
+// configs (options.h) before any work, and a mismatch is a config error on every rank.
+void check_same_config(dist::Communicator& comm, const OptionRegistry& cfg) {
+  const int64_t mine = static_cast<int64_t>(cfg.hash());
+  std::vector<int64_t> all(static_cast<size_t>(comm.size()));
+  comm.all_gather(Tensor::wrap(const_cast<int64_t*>(&mine), Shape(1)),
+                  Tensor::wrap(all.data(), Shape(comm.size())));
+  std::string differ;
+  for (int r = 1; r < comm.size(); ++r)
+    if (all[static_cast<size_t>(r)] != all[0])
+      differ += (differ.empty() ? "" : ", ") + std::to_string(r);
+  if (!differ.empty())
+    DB_THROW(config,
+             "the ranks' effective configs differ: rank(s) {} do not match rank 0 (config hash "
+             "{:016x} here); every rank must get the same --config, --set and flags",
+             differ, static_cast<uint64_t>(mine));
+}
+
 // --ranks P outside mpirun: this same command again as P ranks under mpirun (without
 // --ranks), with OMP_NUM_THREADS = cores / P unless it is set. Returns only on failure.
 int relaunch_under_mpirun(int argc, char** argv, int64_t ranks) {
@@ -215,6 +233,7 @@ int run_train(int argc, char** argv) {
       cmd.device = comm->device();
       cmd.comm = comm.get();
       cmd.write_files = comm->rank() == 0;
+      check_same_config(*comm, cfg);
     }
     cmd.data_path = cfg.get<std::string>("data.path");
     if (cmd.data_path.empty()) cmd.data_path = find_default_data();
