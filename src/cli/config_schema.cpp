@@ -49,6 +49,9 @@ void declare_depbloom_options(OptionRegistry& r) {
              "embedding module on top of the memory");
   r.add_enum("gnn.time_transform", "none", {"none", "JODIE"},
              "JODIE: project the memory in time, h = s * (1 + w dt), on top of identity");
+  r.add_enum("gnn.time_norm", "standard", {"standard", "tgl"},
+             "JODIE's dt: standard = (dt - mean) / std of the training gaps (the TGN authors'), "
+             "tgl = dt / (t + 1)");
   r.add_bool("gnn.use_src_emb", false, "TGL's flag, accepted; only false is supported");
   r.add_bool("gnn.use_dst_emb", false, "TGL's flag, accepted; only false is supported");
   r.add_int("gnn.layer", 1, "embedding layers (must not exceed sampling.layer)", 0);

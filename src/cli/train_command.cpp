@@ -151,6 +151,7 @@ train::TrainerConfig trainer_config(const OptionRegistry& cfg, Device device) {
           "only false is supported");
   t.uniform_sampling = cfg.get<std::string>("sampling.strategy") == "uniform";
   t.prop_time = cfg.get<bool>("sampling.prop_time");
+  t.standardise_time = cfg.get<std::string>("gnn.time_norm") == "standard";
   t.deliver_to_neighbours = cfg.get<std::string>("memory.deliver_to") == "neighbors";
   t.batch_size = cfg.get<int64_t>("train.batch_size");
   t.eval_batch_size = cfg.get<int64_t>("eval.batch_size");

@@ -210,11 +210,18 @@ void Tgnn::embed(Arena& arena, const TgnnInputs& in, const Tensor& edge_feat) {
     return;
   }
   if (cfg_.embedding == EmbeddingKind::jodie) {
-    // JODIE (TGL): h = s * (1 + w (t - t_last) / (t + 1) + b).
+    // JODIE: h = s * (1 + w dt' + b), dt' = (t - t_last) / (t + 1) (TGL) or standardised.
     Tensor dt_rows = arena.alloc(dtype, Shape(step_.u));
     ops::copy(dt_rows, in.mem_time);
     ops::axpy(dt_rows, -1.0, step_.last_update);
-    ops::mul(dt_rows, dt_rows, in.mem_inv_time);
+    if (cfg_.time_scale > 0) {
+      Tensor shift = arena.alloc(dtype, Shape(step_.u));
+      ops::fill(shift, -cfg_.time_shift);
+      ops::axpy(dt_rows, 1.0, shift);
+      ops::scale(dt_rows, 1.0 / cfg_.time_scale);
+    } else {
+      ops::mul(dt_rows, dt_rows, in.mem_inv_time);
+    }
     step_.jodie_dt = arena.alloc(dtype, Shape(roots));
     ops::gather_rows(step_.jodie_dt.reshape(Shape(roots, 1)), dt_rows.reshape(Shape(step_.u, 1)),
                      in.root_row);

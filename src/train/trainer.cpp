@@ -30,6 +30,24 @@ Trainer::Trainer(const data::EventStream& stream, const data::ChronoSplit& split
   DB_ASSERT(cfg.dtype == DType::f32 || cfg.device.is_cpu(), "f64 training runs on the CPU only");
   if (split.train.empty()) DB_THROW(data, "{}: the training split is empty", stream.source);
   cfg_.model.d_edge = stream.edge_dim;
+  if (cfg_.standardise_time && cfg_.model.embedding == model::EmbeddingKind::jodie) {
+    // Mean and standard deviation of each training event's endpoints' time since their
+    // previous training event (the stream's start for a first one), as the TGN authors'
+    // JODIE normalises its projection's input.
+    std::vector<double> last(static_cast<size_t>(stream.num_nodes), stream.ts.front());
+    double sum = 0, sum_sq = 0;
+    for (int64_t e : split.train)
+      for (int32_t v : {stream.src[static_cast<size_t>(e)], stream.dst[static_cast<size_t>(e)]}) {
+        const double t = stream.ts[static_cast<size_t>(e)];
+        const double gap = t - last[static_cast<size_t>(v)];
+        last[static_cast<size_t>(v)] = t;
+        sum += gap, sum_sq += gap * gap;
+      }
+    const double n = 2.0 * static_cast<double>(split.train.size());
+    const double mean = sum / n;
+    cfg_.model.time_shift = mean;
+    cfg_.model.time_scale = std::max(1e-12, std::sqrt(std::max(0.0, sum_sq / n - mean * mean)));
+  }
   store_ = std::make_unique<model::ParameterStore>(cfg.dtype, cfg.device);
   model_ = std::make_unique<model::Tgnn>(*store_, cfg_.model);
   store_->finalize();

@@ -49,6 +49,10 @@ struct TgnnConfig {
   // A node whose mailbox is empty keeps its memory (as in the TGN authors' code) instead of
   // running the updater on a zero mail (TGL). The planner puts those rows last.
   bool skip_empty_mailbox = true;
+  // JODIE's time projection reads dt = t - t_last normalised. time_scale 0: TGL's
+  // dt / (t + 1); else the TGN authors' standardisation (dt - time_shift) / time_scale,
+  // with the mean and standard deviation of the training events' per-node time gaps.
+  double time_shift = 0.0, time_scale = 0.0;
   double dropout = 0.2;
 
   int64_t d_mail() const { return 2 * d_mem + d_edge; }

@@ -32,6 +32,9 @@ struct TrainerConfig {
   bool uniform_sampling = false;  // else the most recent neighbours
   bool prop_time = false;
   bool deliver_to_neighbours = false;
+  // JODIE: standardise the projection's time input by the training gaps (the TGN authors'
+  // normalisation) instead of TGL's dt / (t + 1).
+  bool standardise_time = true;
   int64_t batch_size = 600;
   int64_t eval_batch_size = 600;
   double lr = 1e-4;
