@@ -86,16 +86,6 @@ void append_line(const fs::path& file, const json& line) {
   if (!out) DB_THROW(runtime, "cannot write {}", file.string());
 }
 
-// The stream's first `n` events (data.max_events).
-void keep_prefix(data::EventStream& s, int64_t n) {
-  if (n <= 0 || n >= s.num_events()) return;
-  const auto un = static_cast<size_t>(n);
-  s.src.resize(un), s.dst.resize(un), s.ts.resize(un), s.event_id.resize(un);
-  if (s.edge_dim > 0) s.edge_feat.resize(un * static_cast<size_t>(s.edge_dim));
-  if (!s.label.empty()) s.label.resize(un);
-  if (!s.split.empty()) s.split.resize(un);
-}
-
 }  // namespace
 
 train::TrainerConfig trainer_config(const OptionRegistry& cfg, Device device) {
@@ -182,7 +172,7 @@ int run_train_command(OptionRegistry& cfg, const TrainCommand& cmd) {
   load.use_cache = cfg.get<bool>("data.cache");
   Stopwatch watch;
   data::EventStream stream = data::load_events(cmd.data_path, load);
-  keep_prefix(stream, cfg.get<int64_t>("data.max_events"));
+  data::keep_first_events(stream, cfg.get<int64_t>("data.max_events"));
   require(!(cfg.get<bool>("memory.combine_node_feature") && stream.node_dim > 0 &&
             tc.model.memory != model::MemoryKind::none),
           "memory.combine_node_feature", "combining node features is not supported yet");

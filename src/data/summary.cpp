@@ -90,4 +90,13 @@ std::string describe(const StreamSummary& m) {
       m.unique_pairs, m.edge_dim, m.node_dim);
 }
 
+void keep_first_events(EventStream& s, int64_t n) {
+  if (n <= 0 || n >= s.num_events()) return;
+  const auto un = static_cast<size_t>(n);
+  s.src.resize(un), s.dst.resize(un), s.ts.resize(un), s.event_id.resize(un);
+  if (s.edge_dim > 0) s.edge_feat.resize(un * static_cast<size_t>(s.edge_dim));
+  if (!s.label.empty()) s.label.resize(un);
+  if (!s.split.empty()) s.split.resize(un);
+}
+
 }  // namespace depbloom::data

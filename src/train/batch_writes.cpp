@@ -4,6 +4,8 @@
 // one go; collect_writes / apply_writes split it so that strict data-parallel training can
 // all-gather the lists between the two.
 #include <algorithm>
+#include <tuple>
+#include <utility>
 
 #include "depbloom/backend/ops.h"
 #include "depbloom/train/batch_planner.h"
@@ -23,28 +25,15 @@ void BatchPlanner::next_write_stamp(const model::NodeState& state) {
   }
 }
 
-void BatchPlanner::write_back(Arena& arena, model::NodeState& state, const Tensor& updated,
-                              const Tensor& edge_feat, const Tensor& row_last_update) {
-  if (!cfg_.memory) return;
+// The writes of the planned batch in TGL's order, (src_0, dst_0, src_1, dst_1, ...): the
+// memory rows into wb_* (a node's last event wins) and every mail, each passed to add_mail
+// (node, row, other row, event, time); with neighbour delivery (APAN) each endpoint's mail
+// then also goes to its sampled neighbours, source side first. Returns the number of
+// source-side neighbour mails.
+template <class AddMail>
+int64_t BatchPlanner::list_writes(const AddMail& add_mail) {
   const int64_t count = batch_;
-  const int slots = state.mail_slots();
-  next_write_stamp(state);
   wb_node_.clear(), wb_row_.clear(), wb_time_.clear();
-  wm_flat_.clear(), wm_row_.clear(), wm_other_.clear(), wm_eid_.clear(), wm_time_.clear();
-  auto add_mail = [&](int32_t node, int32_t row, int32_t other, int64_t eid, double t) {
-    const int32_t flat = node * slots + state.claim_mail_slot(node);
-    const auto f = static_cast<size_t>(flat);
-    if (flat_stamp_[f] == wb_stamp_) {  // a later mail overwrites the slot it wraps onto
-      const auto at = static_cast<size_t>(flat_pos_[f]);
-      wm_row_[at] = row, wm_other_[at] = other, wm_eid_[at] = eid, wm_time_[at] = t;
-      return;
-    }
-    flat_stamp_[f] = wb_stamp_;
-    flat_pos_[f] = static_cast<int32_t>(wm_flat_.size());
-    wm_flat_.push_back(flat), wm_row_.push_back(row), wm_other_.push_back(other);
-    wm_eid_.push_back(eid), wm_time_.push_back(t);
-  };
-  // TGL's order: (src_0, dst_0, src_1, dst_1, ...); a node's last event wins its memory.
   for (int64_t b = 0; b < count; ++b) {
     const double t = root_time_[static_cast<size_t>(b)];
     const int64_t e = events_[b];
@@ -65,8 +54,8 @@ void BatchPlanner::write_back(Arena& arena, model::NodeState& state, const Tenso
       add_mail(node, row, root_row_[partner], e, t);
     }
   }
+  int64_t src_side = 0;
   if (cfg_.deliver_to_neighbours) {
-    // APAN: each endpoint's mail also goes to its sampled neighbours, after the roots'.
     const graph::Block& blk = blocks_.hop(0);
     for (int64_t r = 0; r < 2 * count; ++r) {
       const int64_t b = r % count;
@@ -74,21 +63,24 @@ void BatchPlanner::write_back(Arena& arena, model::NodeState& state, const Tenso
       for (int32_t j = 0; j < blk.k; ++j) {
         const int32_t nbr = blk.nbr[r * blk.k + j];
         if (nbr < 0) continue;
+        if (r < count) ++src_side;
         add_mail(nbr, root_row_[static_cast<size_t>(r)], root_row_[static_cast<size_t>(partner)],
                  events_[b], root_time_[static_cast<size_t>(b)]);
       }
     }
   }
+  return src_side;
+}
+
+// Mail rows [m, d_mail] = [s_self || s_other || edge features] from the model's updated
+// memory at wm_row_ / wm_other_ and the events wm_eid_, and their times [m] (the event time,
+// or with mail_dt_at_event the gap since the writer's previous update).
+std::pair<Tensor, Tensor> BatchPlanner::build_mails(Arena& arena, const model::NodeState& state,
+                                                    const Tensor& updated, const Tensor& edge_feat,
+                                                    const Tensor& row_last_update) {
   const int64_t d_mem = state.memory_dim();
   const DType dtype = updated.dtype();
-  // Memory rows of the written nodes, detached copies of the model's output.
-  const auto w = static_cast<int64_t>(wb_node_.size());
-  Tensor rows = arena.alloc(dtype, Shape(w, d_mem));
-  ops::gather_rows(rows, updated, stage_raw(arena, wb_row_.data(), Shape(w)));
-  state.write_memory(rows, stage_times(arena, wb_time_, scratch_[2]),
-                     stage_raw(arena, wb_node_.data(), Shape(w)));
-  // Mails [s_self || s_other || edge features].
-  const auto m = static_cast<int64_t>(wm_flat_.size());
+  const auto m = static_cast<int64_t>(wm_row_.size());
   Tensor self = arena.alloc(dtype, Shape(m, d_mem));
   Tensor other = arena.alloc(dtype, Shape(m, d_mem));
   ops::gather_rows(self, updated, stage_raw(arena, wm_row_.data(), Shape(m)));
@@ -114,6 +106,43 @@ void BatchPlanner::write_back(Arena& arena, model::NodeState& state, const Tenso
     ops::axpy(dt, -1.0, prev.reshape(Shape(m)));
     mail_ts = dt;
   }
+  return {mail, mail_ts};
+}
+
+// Memory rows [w, d_mem] of the written nodes: detached copies of the model's output.
+Tensor BatchPlanner::written_memory(Arena& arena, const Tensor& updated, int64_t d_mem) {
+  const auto w = static_cast<int64_t>(wb_node_.size());
+  Tensor rows = arena.alloc(updated.dtype(), Shape(w, d_mem));
+  ops::gather_rows(rows, updated, stage_raw(arena, wb_row_.data(), Shape(w)));
+  return rows;
+}
+
+void BatchPlanner::write_back(Arena& arena, model::NodeState& state, const Tensor& updated,
+                              const Tensor& edge_feat, const Tensor& row_last_update) {
+  if (!cfg_.memory) return;
+  const int slots = state.mail_slots();
+  next_write_stamp(state);
+  wm_flat_.clear(), wm_row_.clear(), wm_other_.clear(), wm_eid_.clear(), wm_time_.clear();
+  // Each mail claims its node's next ring slot now; a later mail wins a slot it wraps onto.
+  list_writes([&](int32_t node, int32_t row, int32_t other, int64_t eid, double t) {
+    const int32_t flat = node * slots + state.claim_mail_slot(node);
+    const auto f = static_cast<size_t>(flat);
+    if (flat_stamp_[f] == wb_stamp_) {
+      const auto at = static_cast<size_t>(flat_pos_[f]);
+      wm_row_[at] = row, wm_other_[at] = other, wm_eid_[at] = eid, wm_time_[at] = t;
+      return;
+    }
+    flat_stamp_[f] = wb_stamp_;
+    flat_pos_[f] = static_cast<int32_t>(wm_flat_.size());
+    wm_flat_.push_back(flat), wm_row_.push_back(row), wm_other_.push_back(other);
+    wm_eid_.push_back(eid), wm_time_.push_back(t);
+  });
+  const auto w = static_cast<int64_t>(wb_node_.size());
+  state.write_memory(written_memory(arena, updated, state.memory_dim()),
+                     stage_times(arena, wb_time_, scratch_[2]),
+                     stage_raw(arena, wb_node_.data(), Shape(w)));
+  auto [mail, mail_ts] = build_mails(arena, state, updated, edge_feat, row_last_update);
+  const auto m = static_cast<int64_t>(wm_flat_.size());
   state.write_mail(mail, mail_ts, stage_raw(arena, wm_flat_.data(), Shape(m)));
 }
 
@@ -122,85 +151,23 @@ BatchPlanner::Writes BatchPlanner::collect_writes(Arena& arena, const model::Nod
                                                   const Tensor& row_last_update) {
   Writes out;
   if (!cfg_.memory) return out;
-  const int64_t count = batch_;
   next_write_stamp(state);
-  wb_node_.clear(), wb_row_.clear(), wb_time_.clear();
   wm_node_.clear(), wm_row_.clear(), wm_other_.clear(), wm_eid_.clear(), wm_time_.clear();
-  auto add_mail = [&](int32_t node, int32_t row, int32_t other, int64_t eid, double t) {
-    wm_node_.push_back(node), wm_row_.push_back(row), wm_other_.push_back(other);
-    wm_eid_.push_back(eid), wm_time_.push_back(t);
-  };
-  // The same order as write_back: (src_0, dst_0, src_1, dst_1, ...), last event wins.
-  for (int64_t b = 0; b < count; ++b) {
-    const double t = root_time_[static_cast<size_t>(b)];
-    const int64_t e = events_[b];
-    for (int side = 0; side < 2; ++side) {
-      const auto at = static_cast<size_t>(side * count + b);
-      const auto partner = static_cast<size_t>((1 - side) * count + b);
-      const int32_t node = root_node_[at];
-      const int32_t row = root_row_[at];
-      const auto n = static_cast<size_t>(node);
-      if (node_stamp_[n] == wb_stamp_) {
-        wb_row_[static_cast<size_t>(node_pos_[n])] = row;
-        wb_time_[static_cast<size_t>(node_pos_[n])] = t;
-      } else {
-        node_stamp_[n] = wb_stamp_;
-        node_pos_[n] = static_cast<int32_t>(wb_node_.size());
-        wb_node_.push_back(node), wb_row_.push_back(row), wb_time_.push_back(t);
-      }
-      add_mail(node, row, root_row_[partner], e, t);
-    }
-  }
-  out.root_mails = static_cast<int64_t>(wm_node_.size());
-  if (cfg_.deliver_to_neighbours) {
-    const graph::Block& blk = blocks_.hop(0);
-    for (int64_t r = 0; r < 2 * count; ++r) {
-      if (r == count) out.src_nbr_mails = static_cast<int64_t>(wm_node_.size()) - out.root_mails;
-      const int64_t b = r % count;
-      const int64_t partner = r < count ? r + count : r - count;
-      for (int32_t j = 0; j < blk.k; ++j) {
-        const int32_t nbr = blk.nbr[r * blk.k + j];
-        if (nbr < 0) continue;
-        add_mail(nbr, root_row_[static_cast<size_t>(r)], root_row_[static_cast<size_t>(partner)],
-                 events_[b], root_time_[static_cast<size_t>(b)]);
-      }
-    }
-    out.dst_nbr_mails = static_cast<int64_t>(wm_node_.size()) - out.root_mails - out.src_nbr_mails;
-  }
-  const int64_t d_mem = state.memory_dim();
-  const DType dtype = updated.dtype();
-  const auto w = static_cast<int64_t>(wb_node_.size());
+  // Every mail is kept in order; apply_writes claims the ring slots.
+  out.src_nbr_mails =
+      list_writes([&](int32_t node, int32_t row, int32_t other, int64_t eid, double t) {
+        wm_node_.push_back(node), wm_row_.push_back(row), wm_other_.push_back(other);
+        wm_eid_.push_back(eid), wm_time_.push_back(t);
+      });
+  out.root_mails = 2 * batch_;
+  out.dst_nbr_mails = static_cast<int64_t>(wm_node_.size()) - out.root_mails - out.src_nbr_mails;
   out.mem_node = wb_node_.data();
-  out.mem_count = w;
-  out.mem_rows = arena.alloc(dtype, Shape(w, d_mem));
-  ops::gather_rows(out.mem_rows, updated, stage_raw(arena, wb_row_.data(), Shape(w)));
+  out.mem_count = static_cast<int64_t>(wb_node_.size());
+  out.mem_rows = written_memory(arena, updated, state.memory_dim());
   out.mem_time = stage_times(arena, wb_time_, scratch_[2]);
-  const auto m = static_cast<int64_t>(wm_node_.size());
   out.mail_node = wm_node_.data();
-  Tensor self = arena.alloc(dtype, Shape(m, d_mem));
-  Tensor other = arena.alloc(dtype, Shape(m, d_mem));
-  ops::gather_rows(self, updated, stage_raw(arena, wm_row_.data(), Shape(m)));
-  ops::gather_rows(other, updated, stage_raw(arena, wm_other_.data(), Shape(m)));
-  out.mail_rows = arena.alloc(dtype, Shape(m, state.mail_dim()));
-  if (stream_.edge_dim > 0) {
-    Tensor edge = arena.alloc(dtype, Shape(m, stream_.edge_dim));
-    ops::gather_rows(edge, edge_feat, stage_raw(arena, wm_eid_.data(), Shape(m)));
-    ops::concat_cols(out.mail_rows, {self, other, edge});
-  } else {
-    ops::concat_cols(out.mail_rows, {self, other});
-  }
-  out.mail_time = stage_times(arena, wm_time_, scratch_[3]);
-  if (cfg_.mail_dt_at_event) {
-    DB_ASSERT(row_last_update.numel() == memory_rows(), "planner: row_last_update is {}",
-              row_last_update.str());
-    Tensor dt = arena.alloc(dtype, Shape(m));
-    ops::copy(dt, out.mail_time);
-    Tensor prev = arena.alloc(dtype, Shape(m, 1));
-    ops::gather_rows(prev, row_last_update.reshape(Shape(memory_rows(), 1)),
-                     stage_raw(arena, wm_row_.data(), Shape(m)));
-    ops::axpy(dt, -1.0, prev.reshape(Shape(m)));
-    out.mail_time = dt;
-  }
+  std::tie(out.mail_rows, out.mail_time) =
+      build_mails(arena, state, updated, edge_feat, row_last_update);
   return out;
 }
 

@@ -28,8 +28,8 @@ struct Prefix {
   data::ChronoSplit split;
 };
 
-// The first kPrefixEvents events of data/wikipedia/wikipedia_edges.csv, cut the way
-// depbloom-train's data.max_events cuts them, split with TGN's protocol.
+// The first kPrefixEvents events of data/wikipedia/wikipedia_edges.csv, cut with
+// data::keep_first_events (as data.max_events does), split with TGN's protocol.
 const Prefix& wiki_prefix() {
   static const Prefix prefix = [] {
     Prefix p;
@@ -39,11 +39,7 @@ const Prefix& wiki_prefix() {
         std::string(DEPBLOOM_SOURCE_DIR) + "/data/wikipedia/wikipedia_edges.csv", load);
     auto& s = p.stream;
     EXPECT_GT(s.num_events(), kPrefixEvents);
-    const auto n = static_cast<size_t>(kPrefixEvents);
-    s.src.resize(n), s.dst.resize(n), s.ts.resize(n), s.event_id.resize(n);
-    if (s.edge_dim > 0) s.edge_feat.resize(n * static_cast<size_t>(s.edge_dim));
-    if (!s.label.empty()) s.label.resize(n);
-    if (!s.split.empty()) s.split.resize(n);
+    data::keep_first_events(s, kPrefixEvents);
     data::SplitSpec spec;
     spec.protocol = data::SplitProtocol::tgn;
     spec.seed = kSeed;

@@ -42,11 +42,7 @@ const Prefix& wiki_prefix() {
     p.stream = data::load_events(
         std::string(DEPBLOOM_SOURCE_DIR) + "/data/wikipedia/wikipedia_edges.csv", load);
     auto& s = p.stream;
-    const auto n = static_cast<size_t>(kPrefixEvents);
-    s.src.resize(n), s.dst.resize(n), s.ts.resize(n), s.event_id.resize(n);
-    if (s.edge_dim > 0) s.edge_feat.resize(n * static_cast<size_t>(s.edge_dim));
-    if (!s.label.empty()) s.label.resize(n);
-    if (!s.split.empty()) s.split.resize(n);
+    data::keep_first_events(s, kPrefixEvents);
     data::SplitSpec spec;
     spec.protocol = data::SplitProtocol::tgn;
     p.split = data::make_split(s, spec);

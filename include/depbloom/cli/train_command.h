@@ -23,8 +23,8 @@ struct TrainCommand {
   bool write_files = true;
 };
 
-// The trainer settings a config asks for; config errors name the key. `edge_dim` and
-// `node_dim` are the stream's, for the checks that depend on the data.
+// The trainer settings a config asks for; config errors name the key. Checks that depend
+// on the data (node features) happen in run_train_command, once the stream is loaded.
 train::TrainerConfig trainer_config(const OptionRegistry& cfg, Device device);
 
 // Runs the command; returns the process exit code (errors are thrown as depbloom::Error).

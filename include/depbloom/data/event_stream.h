@@ -40,6 +40,10 @@ struct EventStream {
 // ids before item ids); throws a data error naming the first violation and `stream.source`.
 void check_event_stream(const EventStream& stream);
 
+// Keeps the first n events (every per-event array, features included); n <= 0 or
+// n >= num_events() keeps everything. Node ids and the id map stay as they were.
+void keep_first_events(EventStream& stream, int64_t n);
+
 // What `depbloom-data inspect` and the load log report about a stream.
 struct StreamSummary {
   int64_t num_nodes = 0;

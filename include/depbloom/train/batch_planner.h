@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cstdint>
+#include <utility>
 #include <vector>
 
 #include "depbloom/core/arena.h"
@@ -95,6 +96,12 @@ class BatchPlanner {
   void order_rows_by_mail(const model::NodeState& state);
   void reserve_table(int64_t entries);
   void next_write_stamp(const model::NodeState& state);
+  template <class AddMail>
+  int64_t list_writes(const AddMail& add_mail);
+  std::pair<Tensor, Tensor> build_mails(Arena& arena, const model::NodeState& state,
+                                        const Tensor& updated, const Tensor& edge_feat,
+                                        const Tensor& row_last_update);
+  Tensor written_memory(Arena& arena, const Tensor& updated, int64_t d_mem);
   Tensor stage_times(Arena& arena, const std::vector<double>& host, std::vector<float>& scratch);
   template <class T>
   Tensor stage_raw(Arena& arena, const T* host, Shape shape);
