@@ -112,9 +112,11 @@ cudaError_t with_act(ActKind act, const Fn& fn) {
 // with p a double: a float-rounded p could flip draws that fall between the two values.
 __global__ void dropout_forward_kernel(float* y, uint8_t* keep, const float* x, int64_t n,
                                        int64_t row_size, double p, float inv_keep, RngKey key,
-                                       uint64_t first_row) {
+                                       uint64_t first_row, const int64_t* row_ids) {
   for (int64_t i = global_thread(); i < n; i += grid_threads()) {
-    const uint64_t row = first_row + static_cast<uint64_t>(i / row_size);
+    const int64_t r = i / row_size;
+    const uint64_t row = row_ids != nullptr ? static_cast<uint64_t>(row_ids[r])
+                                            : first_row + static_cast<uint64_t>(r);
     const auto lane = static_cast<uint32_t>(i % row_size);
     const bool kept = static_cast<double>(uniform_float(philox_u32(key, row, lane))) >= p;
     keep[i] = kept ? 1 : 0;
@@ -213,11 +215,11 @@ cudaError_t act_backward(ActKind act, float* dx, const float* dy, const float* y
 
 cudaError_t dropout_forward(float* y, uint8_t* keep, const float* x, int64_t n, int64_t row_size,
                             double p, float inv_keep, RngKey key, uint64_t first_row,
-                            cudaStream_t stream) {
+                            const int64_t* row_ids, cudaStream_t stream) {
   if (n <= 0) return cudaSuccess;
   if (row_size <= 0) return cudaErrorInvalidValue;
   dropout_forward_kernel<<<grid_for(n), kBlock, 0, stream>>>(y, keep, x, n, row_size, p, inv_keep,
-                                                             key, first_row);
+                                                             key, first_row, row_ids);
   return cudaGetLastError();
 }
 

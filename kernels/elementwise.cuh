@@ -33,11 +33,12 @@ cudaError_t act_forward(ActKind act, float* y, const float* x, int64_t n, float 
 cudaError_t act_backward(ActKind act, float* dx, const float* dy, const float* y, int64_t n,
                          float slope, cudaStream_t stream);
 
-// keep[e] = uniform_float(philox_u32(key, first_row + e / row_size, e % row_size)) >= p,
-// y[e] = keep ? x[e] * inv_keep : 0 with inv_keep = 1 / (1 - p).
+// keep[e] = uniform_float(philox_u32(key, row(e / row_size), e % row_size)) >= p,
+// y[e] = keep ? x[e] * inv_keep : 0 with inv_keep = 1 / (1 - p); row(r) = row_ids[r], or
+// first_row + r when row_ids is null.
 cudaError_t dropout_forward(float* y, uint8_t* keep, const float* x, int64_t n, int64_t row_size,
                             double p, float inv_keep, RngKey key, uint64_t first_row,
-                            cudaStream_t stream);
+                            const int64_t* row_ids, cudaStream_t stream);
 cudaError_t dropout_backward(float* dx, const float* dy, const uint8_t* keep, int64_t n,
                              float inv_keep, cudaStream_t stream);
 

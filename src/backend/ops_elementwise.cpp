@@ -24,7 +24,7 @@ void act_backward(Act act, const Tensor& dx, const Tensor& dy, const Tensor& y, 
 }
 
 void dropout_forward(const Tensor& y, const Tensor& keep, const Tensor& x, double p,
-                     const RngKey& key, uint64_t first_row) {
+                     const RngKey& key, const DropoutRows& rows) {
   const char* op = "dropout_forward";
   detail::common_device(op, y, keep, x);
   detail::require_float(op, "x", x);
@@ -33,7 +33,14 @@ void dropout_forward(const Tensor& y, const Tensor& keep, const Tensor& x, doubl
   DB_ASSERT(keep.numel() == x.numel(), "{}: keep {} and x {} differ in element count", op,
             keep.str(), x.str());
   DB_ASSERT(p >= 0.0 && p < 1.0, "{}: drop probability {} is outside [0, 1)", op, p);
-  DB_DISPATCH_OP(dropout_forward, x.device(), x.dtype(), y, keep, x, p, key, first_row);
+  if (rows.keyed()) {
+    detail::common_device(op, x, rows.ids);
+    const int64_t n_rows = x.numel() == 0 ? 0 : x.numel() / x.row_size();
+    DB_ASSERT(rows.ids.dtype() == DType::i64 && rows.ids.rank() == 1 && rows.ids.numel() == n_rows,
+              "{}: row ids must be i64 [{}] (one per row of x {}), got {}", op, n_rows, x.str(),
+              rows.ids.str());
+  }
+  DB_DISPATCH_OP(dropout_forward, x.device(), x.dtype(), y, keep, x, p, key, rows);
 }
 
 void dropout_backward(const Tensor& dx, const Tensor& dy, const Tensor& keep, double p) {

@@ -87,5 +87,25 @@ TEST_F(GpuAttention, DropoutMasksEqualTheCpuBitForBit) {
     }
 }
 
+TEST_F(GpuAttention, KeyedDropoutMasksEqualTheCpuBitForBit) {
+  Rand rng(3103);
+  const depbloom::RngKey key{0xfeedbeef12345ULL,
+                             static_cast<uint32_t>(depbloom::RngPurpose::dropout) + 4, 2};
+  for (Shape s : {Shape(1, 1), Shape(7, 33), Shape(257, 100)}) {
+    SCOPED_TRACE(s.str());
+    const int64_t rows = s[0];
+    Guarded<int64_t> ids_host{Shape(rows)};
+    for (int64_t r = 0; r < rows; ++r) ids_host[r] = (rows - r) * 1000003 + (int64_t{1} << 35);
+    Both<int64_t> ids(std::move(ids_host));
+    F x(s, rng.vec(s.numel())), y = F::nan(s);
+    Guarded<uint8_t> k0(s);
+    U8 keep(std::move(k0));
+    ops::dropout_forward(y.cpu, keep.cpu, x.cpu, 0.3, key, ops::DropoutRows(ids.cpu.view()));
+    ops::dropout_forward(y.gpu, keep.gpu, x.gpu, 0.3, key, ops::DropoutRows(ids.gpu.view()));
+    EXPECT_TRUE(keep.matches_bitwise());
+    EXPECT_TRUE(y.matches());
+  }
+}
+
 }  // namespace
 }  // namespace dbtest

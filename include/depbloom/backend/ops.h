@@ -96,11 +96,24 @@ void layer_norm_backward(const Tensor& dx, const Tensor& dgamma, const Tensor& d
                          const Tensor& gamma);
 
 // ---- dropout ----------------------------------------------------------------------------
+// The Philox counter of each row of a dropout: first + r, or ids[r] when ids is defined
+// (i64 [rows] on the op's device). Ids serve rows whose global index is not contiguous,
+// e.g. the roots of one rank's slice of a batch, keyed by (event, role), so a mask never
+// depends on how a batch was split or laid out.
+struct DropoutRows {
+  uint64_t first = 0;
+  Tensor ids;
+  DropoutRows(uint64_t first_row = 0) : first(first_row) {}  // NOLINT: rows are often a count
+  explicit DropoutRows(const Tensor& row_ids) : ids(row_ids) {}
+  bool keyed() const { return ids.defined(); }
+};
+
 // y = x * keep / (1 - p); keep [same numel] u8. Element e of row r (row = e / row_size)
-// keeps iff uniform_float(philox_u32(key, first_row + r, e % row_size)) >= p, so a row's
-// mask depends on its global index (e.g. the event index), never on the batch layout.
+// keeps iff uniform_float(philox_u32(key, counter(r), e % row_size)) >= p with counter(r)
+// = rows.first + r, or rows.ids[r], so a row's mask depends on its global index (e.g. the
+// event index), never on the batch layout.
 void dropout_forward(const Tensor& y, const Tensor& keep, const Tensor& x, double p,
-                     const RngKey& key, uint64_t first_row);
+                     const RngKey& key, const DropoutRows& rows);
 // dx = dy * keep / (1 - p) (overwrite).
 void dropout_backward(const Tensor& dx, const Tensor& dy, const Tensor& keep, double p);
 

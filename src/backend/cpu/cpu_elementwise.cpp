@@ -77,12 +77,14 @@ void act_backward(Act act, const Tensor& dx, const Tensor& dy, const Tensor& y, 
 }
 
 void dropout_forward(const Tensor& y, const Tensor& keep, const Tensor& x, double p,
-                     const RngKey& key, uint64_t first_row) {
+                     const RngKey& key, const DropoutRows& rows_of) {
   const int64_t n = x.numel();
   if (n == 0) return;
   const int64_t width = x.row_size();
   const int64_t rows = n / width;
   uint8_t* pk = keep.data<uint8_t>();
+  const int64_t* ids = rows_of.keyed() ? rows_of.ids.data<int64_t>() : nullptr;
+  const uint64_t first_row = rows_of.first;
   visit_float(x.dtype(), [&](auto zero) {
     using T = decltype(zero);
     const T* px = x.data<T>();
@@ -90,7 +92,8 @@ void dropout_forward(const Tensor& y, const Tensor& keep, const Tensor& x, doubl
     const T inv_keep = static_cast<T>(1.0 / (1.0 - p));
     parallel_for(rows, width * kPhiloxCost, [&](int64_t begin, int64_t end) {
       for (int64_t r = begin; r < end; ++r) {
-        const uint64_t counter = first_row + static_cast<uint64_t>(r);
+        const uint64_t counter =
+            ids != nullptr ? static_cast<uint64_t>(ids[r]) : first_row + static_cast<uint64_t>(r);
         for (int64_t c = 0; c < width; ++c) {
           const int64_t e = r * width + c;
           // p == 0 keeps everything without drawing; the draw is compared in double so

@@ -160,13 +160,13 @@ void time_encode_forward(const Tensor& out, const Tensor& dt, const Tensor& w, c
 }
 
 void dropout_forward(const Tensor& y, const Tensor& keep, const Tensor& x, double p,
-                     const RngKey& key, uint64_t first_row) {
+                     const RngKey& key, const DropoutRows& rows) {
   if (x.empty()) return;
   cudaStream_t stream = backend::enter_device(device_of(y));
   const auto inv_keep = static_cast<float>(1.0 / (1.0 - p));
-  DB_CHECK_CUDA(kernels::dropout_forward(y.data<float>(), keep.data<uint8_t>(), x.data<float>(),
-                                         x.numel(), x.row_size(), p, inv_keep, key, first_row,
-                                         stream));
+  DB_CHECK_CUDA(kernels::dropout_forward(
+      y.data<float>(), keep.data<uint8_t>(), x.data<float>(), x.numel(), x.row_size(), p, inv_keep,
+      key, rows.first, rows.keyed() ? rows.ids.data<int64_t>() : nullptr, stream));
 }
 
 void dropout_backward(const Tensor& dx, const Tensor& dy, const Tensor& keep, double p) {

@@ -87,7 +87,7 @@ void layer_norm_backward(const Tensor& dx, const Tensor& dgamma, const Tensor& d
 // keeps iff uniform_float(philox_u32(key, first_row + r, e % row_size)) >= p, so a row's
 // mask depends on its global index (e.g. the event index), never on the batch layout.
 void dropout_forward(const Tensor& y, const Tensor& keep, const Tensor& x, double p,
-                     const RngKey& key, uint64_t first_row);
+                     const RngKey& key, const DropoutRows& rows);
 // dx = dy * keep / (1 - p) (overwrite).
 void dropout_backward(const Tensor& dx, const Tensor& dy, const Tensor& keep, double p);
 

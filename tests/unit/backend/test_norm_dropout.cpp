@@ -224,6 +224,49 @@ TEST(DropoutMask, SplitAcrossCallsGivesTheSameMask) {
   EXPECT_TRUE(bitwise_equal(y.values(), y2.values()));
 }
 
+// Row ids: row r draws from counter ids[r]. Rows permuted together with their ids get the
+// permuted mask (a rank's slice of a batch, laid out differently, keeps each root's mask).
+TEST(DropoutMask, RowIdsKeyEachRow) {
+  const int64_t R = 33, W = 7;
+  std::vector<int64_t> ids(R);
+  for (int64_t r = 0; r < R; ++r) ids[r] = (r * 7919 + 13) % 1000 + (int64_t{1} << 34);
+  Guarded<int64_t> row_ids{Shape(R)};
+  for (int64_t r = 0; r < R; ++r) row_ids[r] = ids[r];
+  Rand rng(4);
+  Guarded<double> x(Shape(R, W), rng.vec(R * W)), y(Shape(R, W));
+  Guarded<uint8_t> keep(Shape(R, W));
+  ops::dropout_forward(y, keep, x, 0.4, kKey, ops::DropoutRows(row_ids.view()));
+  int64_t kept = 0;
+  for (int64_t e = 0; e < R * W; ++e) {
+    const bool k =
+        keeps(kKey, static_cast<uint64_t>(ids[e / W]), static_cast<uint32_t>(e % W), 0.4);
+    ASSERT_EQ(keep[e], k ? 1 : 0) << e;
+    kept += k;
+    EXPECT_EQ(y[e], k ? x[e] / 0.6 : 0.0) << e;
+  }
+  EXPECT_GT(kept, 0);
+  EXPECT_LT(kept, R * W);
+  EXPECT_TRUE(keep.guard_intact());
+  // Reversed rows with reversed ids.
+  Guarded<int64_t> rev_ids{Shape(R)};
+  Guarded<double> rev_x(Shape(R, W)), rev_y(Shape(R, W));
+  Guarded<uint8_t> rev_keep(Shape(R, W));
+  for (int64_t r = 0; r < R; ++r) {
+    rev_ids[r] = ids[R - 1 - r];
+    for (int64_t c = 0; c < W; ++c) rev_x[r * W + c] = x[(R - 1 - r) * W + c];
+  }
+  ops::dropout_forward(rev_y, rev_keep, rev_x, 0.4, kKey, ops::DropoutRows(rev_ids.view()));
+  for (int64_t r = 0; r < R; ++r)
+    for (int64_t c = 0; c < W; ++c) ASSERT_EQ(rev_keep[r * W + c], keep[(R - 1 - r) * W + c]);
+  // Ids of the wrong length or type are refused, naming the op.
+  Guarded<int64_t> short_ids{Shape(R - 1)};
+  EXPECT_THROW(ops::dropout_forward(y, keep, x, 0.4, kKey, ops::DropoutRows(short_ids.view())),
+               depbloom::Error);
+  Guarded<int32_t> i32_ids{Shape(R)};
+  EXPECT_THROW(ops::dropout_forward(y, keep, x, 0.4, kKey, ops::DropoutRows(i32_ids.view())),
+               depbloom::Error);
+}
+
 TEST(DropoutMask, DependsOnPurposeEpochAndRows) {
   const int64_t R = 33, W = 33;
   Guarded<float> x(Shape(R, W), Rand(3).vec(R * W)), y(Shape(R, W));
