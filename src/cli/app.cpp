@@ -14,10 +14,8 @@
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
-#include <cerrno>
 #include <cstdio>
 #include <cstdlib>
-#include <cstring>
 #include <ctime>
 #include <fstream>
 #include <memory>
@@ -27,6 +25,7 @@
 #include "depbloom/cli/train_command.h"
 #include "depbloom/core/error.h"
 #include "depbloom/dist/communicator.h"
+#include "depbloom/dist/launch.h"
 #include "depbloom/train/checkpoint.h"
 
 #ifndef DEPBLOOM_SOURCE_DIR
@@ -112,7 +111,8 @@ void check_same_config(dist::Communicator& comm, const OptionRegistry& cfg) {
 }
 
 // --ranks P outside mpirun: this same command again as P ranks under mpirun (without
-// --ranks), with OMP_NUM_THREADS = cores / P unless it is set. Returns only on failure.
+// --ranks), with OMP_NUM_THREADS = cores / P unless it is set. mpirun runs as a child that
+// gets this process's stop signals (launch.h); returns its exit status.
 int relaunch_under_mpirun(int argc, char** argv, int64_t ranks) {
   if (!dist::built_with_mpi())
     DB_THROW(usage, "--ranks {}: this depbloom-train was built without MPI", ranks);
@@ -121,6 +121,8 @@ int relaunch_under_mpirun(int argc, char** argv, int64_t ranks) {
     const long per_rank = std::max(1L, cores / static_cast<long>(ranks));
     setenv("OMP_NUM_THREADS", std::to_string(per_rank).c_str(), 1);
   }
+  // The launcher reports a stop signal itself; the ranks mpirun then stops stay silent.
+  setenv(dist::kLauncherEnv, "1", 1);
   std::error_code ec;
   fs::path self = fs::read_symlink("/proc/self/exe", ec);
   std::vector<std::string> args = {"mpirun",
@@ -132,6 +134,8 @@ int relaunch_under_mpirun(int argc, char** argv, int64_t ranks) {
                                    "none",
                                    "-x",
                                    "OMP_NUM_THREADS",
+                                   "-x",
+                                   dist::kLauncherEnv,
                                    ec ? std::string(argv[0]) : self.string()};
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
@@ -142,13 +146,7 @@ int relaunch_under_mpirun(int argc, char** argv, int64_t ranks) {
     if (a.rfind("--ranks=", 0) == 0) continue;
     args.push_back(a);
   }
-  std::vector<char*> cargs;
-  for (auto& a : args) cargs.push_back(a.data());
-  cargs.push_back(nullptr);
-  std::fflush(stdout);
-  std::fflush(stderr);
-  execvp("mpirun", cargs.data());
-  DB_THROW(usage, "--ranks {}: cannot start mpirun: {}", ranks, std::strerror(errno));
+  return dist::run_launcher(args, "depbloom-train");
 }
 
 }  // namespace
@@ -198,6 +196,13 @@ int run_train(int argc, char** argv) {
   };
   try {
     if (ranks > 1 && !env.under_mpirun) return relaunch_under_mpirun(argc, argv, ranks);
+    // Ctrl-C (SIGINT), SIGTERM or SIGHUP end this process at once with 128 + signal; under
+    // mpirun that is how mpirun stops the ranks, and a rank blocked in a collective could
+    // not stop cleanly anyway (its peers would wait for it). One line says so: rank 0's
+    // (mpirun stops every rank alike), or none when the --ranks launcher reports it.
+    dist::install_stop_handlers(
+        multi_rank ? fmt::format("[rank {}/{}] ", env.rank, env.size) : "depbloom-train: ",
+        multi_rank && (env.rank != 0 || std::getenv(dist::kLauncherEnv) != nullptr));
     if (ranks > 1 && env.size != ranks)
       spdlog::warn("--ranks {} ignored: mpirun started {} ranks", ranks, env.size);
     OptionRegistry cfg = depbloom_options();
@@ -230,6 +235,11 @@ int run_train(int argc, char** argv) {
     cmd.device = parse_device(cfg.get<std::string>("run.device"));
     if (multi_rank) {
       comm = dist::make_communicator("auto", cmd.device);
+      // From the first collective on, a rank that stops making progress ends every rank.
+      const double timeout_s = cfg.get<double>("dist.timeout_s");
+      if (!(timeout_s >= 0))
+        DB_THROW(config, "dist.timeout_s must be >= 0 seconds (0: no limit), got {}", timeout_s);
+      comm->set_timeout(timeout_s);
       cmd.device = comm->device();
       cmd.comm = comm.get();
       cmd.write_files = comm->rank() == 0;

@@ -1,12 +1,16 @@
 // The Communicator's argument checks and accounting (shared by every implementation),
-// CommHandle, the launch environment and the factory.
+// CommHandle, the watchdog's hook-up, the launch environment and the factory.
 #include "depbloom/dist/communicator.h"
 
+#include <atomic>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <numeric>
+#include <thread>
 
 #include "depbloom/dist/local_communicator.h"
+#include "depbloom/dist/watchdog.h"
 #include "dist/backends.h"
 
 namespace depbloom::dist {
@@ -47,6 +51,7 @@ int64_t CommStats::total_bytes() const {
 CommHandle::~CommHandle() {
   if (op_ == nullptr) return;
   try {
+    Watchdog::Scope guard(op_->watchdog, op_->what, op_->seq);
     op_->wait();
   } catch (const std::exception& e) {
     std::fprintf(stderr, "depbloom: a collective dropped without wait() failed: %s\n", e.what());
@@ -61,7 +66,10 @@ CommHandle& CommHandle::operator=(CommHandle&& o) noexcept {
 }
 void CommHandle::wait() {
   if (op_ == nullptr) return;
-  op_->wait();
+  {
+    Watchdog::Scope guard(op_->watchdog, op_->what, op_->seq);
+    op_->wait();
+  }
   op_.reset();
 }
 bool CommHandle::test() {
@@ -69,6 +77,54 @@ bool CommHandle::test() {
   if (!op_->test()) return false;
   op_.reset();
   return true;
+}
+
+Communicator::Communicator() = default;
+Communicator::~Communicator() = default;
+
+void Communicator::set_timeout(double seconds) {
+  DB_ASSERT(seconds >= 0, "communicator timeout must be >= 0 s, got {}", seconds);
+  watchdog_.reset();
+  // A lone rank waits for nobody.
+  if (seconds == 0 || size() <= 1) return;
+  watchdog_ = std::make_unique<Watchdog>(seconds, [this, seconds](const char* what, int64_t seq,
+                                                                  double waited) {
+    abort(kTimeoutExitCode,
+          fmt::format("timed out: waited {:.1f} s in {} (collective #{} on this rank) for a rank "
+                      "that never joined it; a rank stopped making progress (hung, stuck in a "
+                      "loop or stopped), so every rank ends (limit: dist.timeout_s = {} s)",
+                      waited, what, seq, seconds));
+  });
+}
+
+double Communicator::timeout() const {
+  return watchdog_ != nullptr ? watchdog_->timeout() : 0.0;
+}
+
+int64_t Communicator::begin_collective() {
+  const int64_t seq = ++seq_;
+  // For the hung-rank test (tests/CMakeLists.txt): this rank stops making progress before
+  // its 10th collective (in the first training steps of depbloom-train), as a rank stuck
+  // in a loop would, so that the others' watchdogs must end the run.
+  if (test_hang_rank_ == -2) {
+    const char* v = std::getenv("DEPBLOOM_TEST_HANG_RANK");
+    test_hang_rank_ = v != nullptr && *v != '\0' ? std::atoi(v) : -1;
+  }
+  if (test_hang_rank_ == rank() && seq >= 10) {
+    detail::print_rank_message(
+        rank(), size(),
+        fmt::format("hanging on purpose (DEPBLOOM_TEST_HANG_RANK={}) before collective #{}",
+                    test_hang_rank_, seq));
+    for (;;) std::this_thread::sleep_for(std::chrono::hours(1));
+  }
+  return seq;
+}
+
+void Communicator::watch(CommHandle& h, const char* what, int64_t seq) const {
+  if (h.op_ == nullptr) return;
+  h.op_->watchdog = watchdog_.get();
+  h.op_->what = what;
+  h.op_->seq = seq;
 }
 
 void Communicator::check_all_reduce(const char* op, const Tensor& buf) const {
@@ -101,7 +157,11 @@ void Communicator::check_all_gather_v(const char* op, const Tensor& send, const 
 
 void Communicator::all_reduce(const Tensor& buf, ReduceOp op) {
   check_all_reduce("all_reduce", buf);
-  do_all_reduce(buf, op);
+  const int64_t seq = begin_collective();
+  {
+    Watchdog::Scope guard(watchdog_.get(), "all_reduce", seq);
+    do_all_reduce(buf, op);
+  }
   stats_.add(CollectiveKind::all_reduce, static_cast<int64_t>(buf.bytes()), false);
 }
 
@@ -115,32 +175,55 @@ void Communicator::all_gather(const Tensor& send, const Tensor& recv) {
   DB_ASSERT(recv.numel() == send.numel() * size(),
             "all_gather: recv {} must hold {} ranks x {} elements", recv.str(), size(),
             send.numel());
-  do_all_gather(send, recv);
+  const int64_t seq = begin_collective();
+  {
+    Watchdog::Scope guard(watchdog_.get(), "all_gather", seq);
+    do_all_gather(send, recv);
+  }
   stats_.add(CollectiveKind::all_gather, static_cast<int64_t>(recv.bytes()), false);
 }
 
 void Communicator::all_gather_v(const Tensor& send, const Tensor& recv,
                                 const std::vector<int64_t>& counts) {
   check_all_gather_v("all_gather_v", send, recv, counts);
-  do_all_gather_v(send, recv, counts);
+  const int64_t seq = begin_collective();
+  {
+    Watchdog::Scope guard(watchdog_.get(), "all_gather_v", seq);
+    do_all_gather_v(send, recv, counts);
+  }
   stats_.add(CollectiveKind::all_gather_v, static_cast<int64_t>(recv.bytes()), false);
 }
 
 void Communicator::broadcast(const Tensor& buf, int root) {
   DB_ASSERT(buf.defined(), "broadcast: buffer {} has no data", buf.str());
   DB_ASSERT(root >= 0 && root < size(), "broadcast: root {} is not a rank of {}", root, size());
-  do_broadcast(buf, root);
+  const int64_t seq = begin_collective();
+  {
+    Watchdog::Scope guard(watchdog_.get(), "broadcast", seq);
+    do_broadcast(buf, root);
+  }
   stats_.add(CollectiveKind::broadcast, static_cast<int64_t>(buf.bytes()), false);
 }
 
 void Communicator::barrier() {
-  do_barrier();
+  const int64_t seq = begin_collective();
+  {
+    Watchdog::Scope guard(watchdog_.get(), "barrier", seq);
+    do_barrier();
+  }
   stats_.add(CollectiveKind::barrier, 0, false);
 }
 
 CommHandle Communicator::iall_reduce(const Tensor& buf, ReduceOp op) {
   check_all_reduce("iall_reduce", buf);
-  CommHandle h = do_iall_reduce(buf, op);
+  const int64_t seq = begin_collective();
+  CommHandle h;
+  {
+    // Starting may block too (staging copies; some MPI libraries synchronise here).
+    Watchdog::Scope guard(watchdog_.get(), "iall_reduce", seq);
+    h = do_iall_reduce(buf, op);
+  }
+  watch(h, "iall_reduce (its wait)", seq);
   stats_.add(CollectiveKind::all_reduce, static_cast<int64_t>(buf.bytes()), true);
   return h;
 }
@@ -148,7 +231,13 @@ CommHandle Communicator::iall_reduce(const Tensor& buf, ReduceOp op) {
 CommHandle Communicator::iall_gather_v(const Tensor& send, const Tensor& recv,
                                        const std::vector<int64_t>& counts) {
   check_all_gather_v("iall_gather_v", send, recv, counts);
-  CommHandle h = do_iall_gather_v(send, recv, counts);
+  const int64_t seq = begin_collective();
+  CommHandle h;
+  {
+    Watchdog::Scope guard(watchdog_.get(), "iall_gather_v", seq);
+    h = do_iall_gather_v(send, recv, counts);
+  }
+  watch(h, "iall_gather_v (its wait)", seq);
   stats_.add(CollectiveKind::all_gather_v, static_cast<int64_t>(recv.bytes()), true);
   return h;
 }
@@ -248,6 +337,27 @@ void print_rank_message(int rank, int size, const std::string& message) noexcept
   std::fprintf(stderr, "[rank %d/%d] %s\n", rank, size, message.c_str());
   std::fflush(stderr);
   std::fflush(stdout);
+}
+
+namespace {
+std::atomic<bool> g_aborting{false};
+}
+
+void begin_abort(int code) noexcept {
+  if (g_aborting.exchange(true)) {
+    for (;;) std::this_thread::sleep_for(std::chrono::hours(1));
+  }
+  try {
+    std::thread([code] {
+      std::this_thread::sleep_for(std::chrono::seconds(10));
+      std::_Exit(code);
+    }).detach();
+  } catch (...) {  // no thread: the library's abort alone then
+  }
+}
+
+bool aborting() noexcept {
+  return g_aborting.load();
 }
 }  // namespace detail
 

@@ -15,6 +15,8 @@
 
 namespace depbloom::dist {
 
+class Watchdog;
+
 enum class ReduceOp : uint8_t { sum, mean };
 
 // The collective kinds that CommStats counts separately.
@@ -53,6 +55,12 @@ class PendingCollective {
   virtual ~PendingCollective() = default;
   virtual void wait() = 0;
   virtual bool test() = 0;
+
+  // Set by the communicator that started it: the watchdog that bounds wait() (none: no
+  // limit) and the collective's name and number for its report.
+  Watchdog* watchdog = nullptr;
+  const char* what = "";
+  int64_t seq = 0;
 };
 }  // namespace detail
 
@@ -75,6 +83,7 @@ class CommHandle {
   bool done() const { return op_ == nullptr; }
 
  private:
+  friend class Communicator;  // attaches its watchdog to the handles it returns
   std::unique_ptr<detail::PendingCollective> op_;
 };
 
@@ -84,10 +93,10 @@ class CommHandle {
 // caller. For CUDA tensors the blocking forms are stream-ordered on NCCL (queued on the
 // backend's current stream; later ops on that stream see the result) and complete before
 // return on MPI and local. A communicator is used by one thread (the one that created it;
-// MPI runs with MPI_THREAD_FUNNELED).
+// MPI runs with MPI_THREAD_FUNNELED), apart from its watchdog (set_timeout).
 class Communicator {
  public:
-  virtual ~Communicator() = default;
+  virtual ~Communicator();
   Communicator(const Communicator&) = delete;
   Communicator& operator=(const Communicator&) = delete;
 
@@ -126,11 +135,22 @@ class Communicator {
   // rank's id on stderr (MPI_Abort; NCCL aborts its communicator first). Never returns.
   [[noreturn]] virtual void abort(int code, const std::string& message) = 0;
 
+  // Bounds every wait of this rank in a collective (a blocking call, or a handle's wait()):
+  // when one lasts `seconds`, a watchdog thread calls abort(kTimeoutExitCode, ...) naming
+  // this rank and the collective, because a peer that never arrives (hung, stuck in a loop,
+  // stopped) raises no error and would leave every other rank waiting forever. abort() is
+  // then called off the communicator's thread; the process ends there. 0 (the default):
+  // no limit. Set it on the communicator's thread with no collective in flight (no handle
+  // pending: a handle keeps the watchdog it started with). test() is never bounded.
+  void set_timeout(double seconds);
+  double timeout() const;
+  static constexpr int kTimeoutExitCode = 4;  // depbloom's runtime-error code
+
   const CommStats& stats() const { return stats_; }
   void reset_stats() { stats_.reset(); }
 
  protected:
-  Communicator() = default;
+  Communicator();  // out of line: the watchdog's type is complete only there
 
   // Called with checked arguments. Implementations copy recv's own part themselves.
   virtual void do_all_reduce(const Tensor& buf, ReduceOp op) = 0;
@@ -147,8 +167,16 @@ class Communicator {
   void check_all_reduce(const char* op, const Tensor& buf) const;
   void check_all_gather_v(const char* op, const Tensor& send, const Tensor& recv,
                           const std::vector<int64_t>& counts) const;
+  // Numbers the collective about to start (for the watchdog's report) and runs the
+  // DEPBLOOM_TEST_HANG_RANK hook. Returns its number.
+  int64_t begin_collective();
+  // Attaches the watchdog to a non-blocking collective's handle.
+  void watch(CommHandle& h, const char* what, int64_t seq) const;
 
   CommStats stats_;
+  std::unique_ptr<Watchdog> watchdog_;
+  int64_t seq_ = 0;          // collectives started on this rank, all kinds
+  int test_hang_rank_ = -2;  // -2: DEPBLOOM_TEST_HANG_RANK not read yet; -1: unset
 };
 
 // Where this process was started: by mpirun/mpiexec (Open MPI, MPICH/PMI, PMIx, MVAPICH

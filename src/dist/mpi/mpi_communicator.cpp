@@ -42,7 +42,8 @@ bool MpiEnvironment::finalized() {
 }
 
 MpiEnvironment::~MpiEnvironment() {
-  if (!owns_ || finalized()) return;
+  // After an abort, MPI_Finalize would wait for ranks that are gone or hung.
+  if (!owns_ || finalized() || detail::aborting()) return;
   int rc = MPI_Finalize();
   if (rc != MPI_SUCCESS)
     std::fprintf(stderr, "depbloom: MPI_Finalize failed: %s\n", mpi_error_text(rc).c_str());
@@ -331,7 +332,12 @@ CommHandle MpiCommunicator::do_iall_gather_v(const Tensor& send, const Tensor& r
   return CommHandle(std::move(p));
 }
 
+// Also called by the watchdog thread while the main thread is blocked inside MPI. Under
+// MPI_THREAD_FUNNELED the standard does not sanction that call, but the alternative is a
+// rank that waits forever: Open MPI's MPI_Abort only asks the runtime (PMIx, thread-safe)
+// to kill the job and exits, and begin_abort's fallback exits anyway should it not return.
 void MpiCommunicator::abort(int code, const std::string& message) {
+  detail::begin_abort(code);
   detail::print_rank_message(rank_, size_, message);
   MPI_Abort(MPI_COMM_WORLD, code);
   std::_Exit(code);  // MPI_Abort returned: leave anyway

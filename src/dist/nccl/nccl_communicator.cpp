@@ -246,7 +246,10 @@ CommHandle NcclCommunicator::do_iall_gather_v(const Tensor& send, const Tensor& 
   return CommHandle(std::move(pending));
 }
 
+// Also called by the watchdog thread: ncclCommAbort is the documented way to free a thread
+// blocked on a communicator from another thread.
 void NcclCommunicator::abort(int code, const std::string& message) {
+  detail::begin_abort(code);
   detail::print_rank_message(rank(), size(), message);
   if (comm_ != nullptr) ncclCommAbort(comm_);
   MPI_Abort(MPI_COMM_WORLD, code);
