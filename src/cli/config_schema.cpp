@@ -45,8 +45,10 @@ void declare_depbloom_options(OptionRegistry& r) {
   r.add_enum("memory.deliver_to", "self", {"self", "neighbors"},
              "self: mail to the event's endpoints; neighbors: also to their neighbours (APAN)");
 
-  r.add_enum("gnn.arch", "transformer_attention", {"transformer_attention", "identity"},
-             "embedding module on top of the memory");
+  r.add_enum("gnn.arch", "tgn_attention", {"transformer_attention", "tgn_attention", "identity"},
+             "embedding module on top of the memory: TGL's attention layer, the TGN authors' "
+             "(scaled dot product as wide as the query, projection and merge MLP, no layer norm), "
+             "or none");
   r.add_enum("gnn.time_transform", "none", {"none", "JODIE"},
              "JODIE: project the memory in time, h = s * (1 + w dt), on top of identity");
   r.add_enum("gnn.time_norm", "standard", {"standard", "tgl"},
@@ -62,14 +64,24 @@ void declare_depbloom_options(OptionRegistry& r) {
   r.add_int("train.epoch", 3, "passes over the training events", 1);
   r.add_int("train.batch_size", 600, "events per training batch", 1);
   r.add_double("train.lr", 1e-4, "Adam learning rate");
-  r.add_double("train.dropout", 0.2, "dropout on hidden features");
-  r.add_double("train.att_dropout", 0.2, "dropout on attention weights");
+  r.add_double("train.dropout", 0.1,
+               "dropout in the attention layers and the APAN updater (TGL's attention: on W_o's "
+               "output; the TGN authors': on the attention output)");
+  r.add_double("train.att_dropout", 0.1,
+               "TGL's dropout of attention weights: read for TGL's configs, not applied "
+               "(train.dropout covers the attention layers)");
   r.add_double("train.weight_decay", 0, "L2 weight decay in Adam");
   r.add_int("train.patience", 0, "epochs without validation gain before stopping; 0 never stops",
             0);
   r.add_bool("train.all_on_gpu", false,
              "TGL's flag, accepted and ignored: everything lives on the run device");
   r.add_int("train.reorder", 0, "TGL's batch reordering; only 0 is supported", 0);
+
+  // DepBloom's: how data-parallel ranks (depbloom-train --ranks P) share the stream.
+  r.add_enum("strategy.name", "strict", {"strict"},
+             "data-parallel strategy: strict = each batch split into one contiguous slice per "
+             "rank, gradients all-reduced and the written memory and mails all-gathered after "
+             "every step; with one rank every strategy is single-device training");
 
   r.add_string("data.path", "", "event stream file or folder; empty: the shipped WIKI stream");
   r.add_enum("data.format", "auto", {"auto", "jodie", "tgn", "tgl", "snap", "konect", "csv"},
@@ -84,7 +96,10 @@ void declare_depbloom_options(OptionRegistry& r) {
   r.add_int("eval.negatives", 1, "negative destinations scored per positive event", 1);
   r.add_enum("eval.negative_strategy", "random", {"random", "historical", "inductive"},
              "how negatives are drawn (random, seen edges, or edges unseen in training)");
-  r.add_int("eval.batch_size", 600, "events per evaluation batch", 1);
+  r.add_int("eval.batch_size", 200,
+            "events per evaluation batch (200: the TGN authors' evaluation, whatever the training "
+            "batch; TGL evaluates with its training batch)",
+            1);
   r.add_bool("eval.new_nodes", true,
              "also report the new-node (inductive) metrics under the tgn protocol");
 
@@ -98,6 +113,11 @@ void declare_depbloom_options(OptionRegistry& r) {
   r.add_int("run.max_batches", 0,
             "stop each epoch after N training batches (0: all); for smoke runs", 0);
   r.add_bool("run.progress", true, "print a progress line during long epochs");
+
+  r.add_double("dist.timeout_s", 600,
+               "with several ranks: seconds one rank may wait in a collective for the others "
+               "before every rank ends with exit code 4 (a rank stopped making progress); 0 "
+               "waits forever");
 }
 
 OptionRegistry depbloom_options() {

@@ -49,6 +49,7 @@ std::string eval_text(const char* name, const train::EvalResult& r) {
 // calls and bytes.
 json comm_json(const train::EpochResult& r) {
   json j = {{"ranks", r.ranks},
+            {"strategy", r.strategy},
             {"sync_points", r.comm.total_calls()},
             {"local_events", r.local_events},
             {"exchanged_rows", r.exchanged_rows},
@@ -68,8 +69,8 @@ json comm_json(const train::EpochResult& r) {
 std::string comm_text(const train::EpochResult& r) {
   if (r.ranks <= 1) return "";
   const json j = comm_json(r);
-  std::string s =
-      fmt::format("; {} ranks (strict): {} sync points", r.ranks, j["sync_points"].get<int64_t>());
+  std::string s = fmt::format("; {} ranks ({}): {} sync points", r.ranks, r.strategy,
+                              j["sync_points"].get<int64_t>());
   for (int k = 0; k < dist::kNumCollectiveKinds; ++k) {
     const auto kind = static_cast<dist::CollectiveKind>(k);
     const dist::CollectiveCounts& c = r.comm[kind];
@@ -102,7 +103,10 @@ train::TrainerConfig trainer_config(const OptionRegistry& cfg, Device device) {
     require(cfg.get<int64_t>("memory.dim_out") > 0, "memory.dim_out",
             "a node memory needs a positive width (0 is only for memory.type: none)");
   }
-  const bool attention = cfg.get<std::string>("gnn.arch") == "transformer_attention";
+  const auto& arch = cfg.get<std::string>("gnn.arch");
+  const bool attention = arch == "transformer_attention" || arch == "tgn_attention";
+  m.attention_style =
+      arch == "tgn_attention" ? model::AttentionStyle::tgn : model::AttentionStyle::tgl;
   const bool jodie = cfg.get<std::string>("gnn.time_transform") == "JODIE";
   m.embedding = attention ? model::EmbeddingKind::attention
                 : jodie   ? model::EmbeddingKind::jodie
@@ -154,6 +158,7 @@ train::TrainerConfig trainer_config(const OptionRegistry& cfg, Device device) {
   t.new_nodes = cfg.get<bool>("eval.new_nodes");
   t.max_batches = cfg.get<int64_t>("run.max_batches");
   t.seed = static_cast<uint64_t>(cfg.get<int64_t>("run.seed"));
+  t.strategy = cfg.get<std::string>("strategy.name");
   t.device = device;
   model::validate(m);
   return t;

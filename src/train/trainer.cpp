@@ -53,8 +53,8 @@ Trainer::Trainer(const data::EventStream& stream, const data::ChronoSplit& split
   store_->finalize();
   store_->initialize(cfg.seed);
   model_->bind();
-  // Identical parameters on every rank (the same seed gives them; rank 0's win regardless).
-  if (distributed()) cfg_.comm->broadcast(store_->values(), 0);
+  strategy_ = make_strategy(cfg.strategy, cfg.comm);
+  strategy_->sync_parameters(*store_);
 
   const auto& m = cfg_.model;
   const bool memory = m.memory != model::MemoryKind::none;
@@ -183,126 +183,41 @@ double Trainer::forward_backward(const int64_t* events, int64_t count, int epoch
 }
 
 double Trainer::train_step(const int64_t* events, int64_t count, int epoch, uint64_t first_row) {
-  if (distributed()) return strict_step(events, count, epoch, first_row);
-  const double loss = step_loss(events, count, epoch, first_row, true);
-  Stopwatch watch;
-  ops::AdamConfig adam;
-  adam.lr = cfg_.lr;
-  adam.weight_decay = cfg_.weight_decay;
-  store_->adam_step(adam);
-  stages_.optimiser += watch.seconds();
-
-  watch.restart();
-  planner_->write_back(arena_, *state_, model_->updated_memory(), edge_feat_.view(),
-                       model_->row_last_update());
-  stages_.write_back += watch.seconds();
-  loss_trace_.push_back(loss);
-  return loss;
-}
-
-// The strict strategy's step on this rank's slice of the global batch events[0, count).
-double Trainer::strict_step(const int64_t* events, int64_t count, int epoch, uint64_t first_row) {
-  dist::Communicator& comm = *cfg_.comm;
-  const int64_t ranks = comm.size(), rank = comm.rank();
-  const int64_t lo = rank * count / ranks, hi = (rank + 1) * count / ranks, local = hi - lo;
+  DB_ASSERT(count > 0 && count <= cfg_.batch_size, "train step of {} events (batch size {})", count,
+            cfg_.batch_size);
+  const Slice mine = strategy_->slice(events, count, first_row);
   double local_loss = 0;
-  if (local > 0) {
-    // Each rank's gradient of its share of the global mean: the all-reduced sum is the
-    // gradient of TGL's loss over the whole batch.
-    const double dloss = 2.0 * static_cast<double>(local) / static_cast<double>(count);
-    local_loss = forward_backward(events + lo, local, epoch,
-                                  first_row + 3 * static_cast<uint64_t>(lo), true, dloss);
-  } else {
+  if (mine.count > 0) {
+    // The gradient of this rank's share of the global mean (the whole of it on one device).
+    local_loss = forward_backward(mine.events, mine.count, epoch, mine.first_row, true,
+                                  2.0 * mine.loss_share);
+  } else {  // an empty slice still takes part in the reduction, with zero gradients
     arena_.reset();
     store_->zero_grad();
   }
   Stopwatch watch;
-  comm.all_reduce(store_->grads(), dist::ReduceOp::sum);
+  strategy_->reduce_gradients(*store_);
   ops::AdamConfig adam;
   adam.lr = cfg_.lr;
   adam.weight_decay = cfg_.weight_decay;
   store_->adam_step(adam);
   stages_.optimiser += watch.seconds();
 
-  // Memory reconciliation: every slice's writes, applied in event order on every rank.
   watch.restart();
-  BatchPlanner::Writes w;
-  if (local > 0)
-    w = planner_->collect_writes(arena_, *state_, model_->updated_memory(), edge_feat_.view(),
-                                 model_->row_last_update());
-  // Per rank: memory rows, root mails, source- and destination-neighbour mails, loss sum.
-  constexpr int kFields = 5;
-  my_counts_.assign({static_cast<double>(w.mem_count), static_cast<double>(w.root_mails),
-                     static_cast<double>(w.src_nbr_mails), static_cast<double>(w.dst_nbr_mails),
-                     local_loss * static_cast<double>(local)});
-  all_counts_.resize(static_cast<size_t>(kFields * ranks));
-  comm.all_gather(Tensor::wrap(my_counts_.data(), Shape(kFields)),
-                  Tensor::wrap(all_counts_.data(), Shape(kFields * ranks)));
-  double loss_sum = 0;
-  std::vector<int64_t> mem_counts(static_cast<size_t>(ranks)), mail_counts(mem_counts);
-  int64_t mem_total = 0, mail_total = 0;
-  for (int64_t r = 0; r < ranks; ++r) {
-    const double* c = all_counts_.data() + kFields * r;
-    mem_counts[static_cast<size_t>(r)] = static_cast<int64_t>(c[0]);
-    mail_counts[static_cast<size_t>(r)] = static_cast<int64_t>(c[1] + c[2] + c[3]);
-    mem_total += mem_counts[static_cast<size_t>(r)];
-    mail_total += mail_counts[static_cast<size_t>(r)];
-    loss_sum += c[4];
-  }
-  const double loss = loss_sum / static_cast<double>(count);
-  local_events_ += local;
-  exchanged_rows_ += mem_total;
-  exchanged_mails_ += mail_total;
-  const auto& m = cfg_.model;
-  if (m.memory != model::MemoryKind::none) {
-    const DType dtype = store_->dtype();
-    const int64_t d_mem = state_->memory_dim(), d_mail = state_->mail_dim();
-    auto scaled = [&](const std::vector<int64_t>& c, int64_t by) {
-      std::vector<int64_t> s(c);
-      for (auto& x : s) x *= by;
-      return s;
-    };
-    const Tensor none_f = arena_.alloc(dtype, Shape(0));
-    auto or_empty = [&](const Tensor& t) { return t.defined() && t.numel() > 0 ? t : none_f; };
-    all_mem_node_.resize(static_cast<size_t>(mem_total));
-    all_mail_node_.resize(static_cast<size_t>(mail_total));
-    int32_t no_node = 0;
-    comm.all_gather_v(Tensor::wrap(w.mem_count > 0 ? const_cast<int32_t*>(w.mem_node) : &no_node,
-                                   Shape(w.mem_count)),
-                      Tensor::wrap(all_mem_node_.data(), Shape(mem_total)), mem_counts);
-    Tensor mem_rows = arena_.alloc(dtype, Shape(mem_total, d_mem));
-    Tensor mem_time = arena_.alloc(dtype, Shape(mem_total));
-    comm.all_gather_v(or_empty(w.mem_rows).reshape(Shape(w.mem_count * d_mem)),
-                      mem_rows.reshape(Shape(mem_total * d_mem)), scaled(mem_counts, d_mem));
-    comm.all_gather_v(or_empty(w.mem_time), mem_time, mem_counts);
-    const int64_t my_mails = w.mail_count();
-    comm.all_gather_v(
-        Tensor::wrap(my_mails > 0 ? const_cast<int32_t*>(w.mail_node) : &no_node, Shape(my_mails)),
-        Tensor::wrap(all_mail_node_.data(), Shape(mail_total)), mail_counts);
-    Tensor mail_rows = arena_.alloc(dtype, Shape(mail_total, d_mail));
-    Tensor mail_time = arena_.alloc(dtype, Shape(mail_total));
-    comm.all_gather_v(or_empty(w.mail_rows).reshape(Shape(my_mails * d_mail)),
-                      mail_rows.reshape(Shape(mail_total * d_mail)), scaled(mail_counts, d_mail));
-    comm.all_gather_v(or_empty(w.mail_time), mail_time, mail_counts);
-    // TGL's mail order over the global batch: every endpoint's own mail (rank order is event
-    // order), then the sources' neighbour deliveries, then the destinations'.
-    mail_order_.clear();
-    for (int field = 1; field <= 3; ++field) {
-      int64_t base = 0;
-      for (int64_t r = 0; r < ranks; ++r) {
-        const double* c = all_counts_.data() + kFields * r;
-        int64_t begin = base;
-        for (int f = 1; f < field; ++f) begin += static_cast<int64_t>(c[f]);
-        for (int64_t i = 0; i < static_cast<int64_t>(c[field]); ++i)
-          mail_order_.push_back(begin + i);
-        base += mail_counts[static_cast<size_t>(r)];
-      }
-    }
-    planner_->apply_writes(arena_, *state_, all_mem_node_.data(), mem_total, mem_rows, mem_time,
-                           all_mail_node_.data(), mail_order_.data(), mail_total, mail_rows,
-                           mail_time);
-  }
+  StepOutputs out;
+  out.planner = planner_.get();
+  out.arena = &arena_;
+  out.state = state_.get();
+  out.updated = model_->updated_memory();
+  out.edge_feat = edge_feat_.view();
+  out.row_last_update = model_->row_last_update();
+  out.memory = cfg_.model.memory != model::MemoryKind::none;
+  out.global_count = count;
+  out.local_count = mine.count;
+  out.local_loss = local_loss;
+  const double loss = strategy_->reconcile(out);
   stages_.write_back += watch.seconds();
+  // Each rank checked its own slice's loss; this is the global one (the same on every rank).
   if (!std::isfinite(loss))
     DB_THROW(runtime,
              "the training loss is {} at epoch {}, batch {} (first event: stream row {}); "
@@ -315,10 +230,11 @@ double Trainer::strict_step(const int64_t* events, int64_t count, int epoch, uin
 EpochResult Trainer::run_epoch(int epoch, const ProgressFn& progress) {
   EpochResult r;
   r.epoch = epoch;
+  r.strategy = strategy_->name();
   stages_ = StageTimes{};
   model_->times() = model::TgnnTimes{};
   memory_rows_ = 0;
-  local_events_ = exchanged_rows_ = exchanged_mails_ = 0;
+  strategy_->begin_epoch();
   state_->reset();
   if (cfg_.comm != nullptr) cfg_.comm->reset_stats();
   Stopwatch watch;
@@ -350,9 +266,9 @@ EpochResult Trainer::run_epoch(int epoch, const ProgressFn& progress) {
   if (cfg_.comm != nullptr) {
     r.ranks = cfg_.comm->size();
     r.comm = cfg_.comm->stats();
-    r.local_events = distributed() ? local_events_ : r.events;
-    r.exchanged_rows = exchanged_rows_;
-    r.exchanged_mails = exchanged_mails_;
+    r.local_events = strategy_->counts().local_events;
+    r.exchanged_rows = strategy_->counts().exchanged_rows;
+    r.exchanged_mails = strategy_->counts().exchanged_mails;
   }
 
   watch.restart();

@@ -1,8 +1,9 @@
-// Trainer: single-device training and evaluation of a Tgnn on a chronologically split event
-// stream, with TGL's step semantics and the TGN authors' evaluation protocol (memory
-// carries from training into validation and test; the new-node passes run on a backed-up
-// memory that is restored afterwards). Everything per batch comes from one arena that is
-// reset each step, so a warm step allocates nothing.
+// Trainer: training and evaluation of a Tgnn on a chronologically split event stream, with
+// TGL's step semantics and the TGN authors' evaluation protocol (memory carries from
+// training into validation and test; the new-node passes run on a backed-up memory that is
+// restored afterwards). How ranks share a batch is its Strategy's business (strategy.h).
+// Everything per batch comes from one arena that is reset each step, so a warm step
+// allocates nothing.
 #pragma once
 
 #include <cstdint>
@@ -24,6 +25,7 @@
 #include "depbloom/train/batch_planner.h"
 #include "depbloom/train/checkpoint.h"
 #include "depbloom/train/metrics.h"
+#include "depbloom/train/strategy.h"
 
 namespace depbloom::train {
 
@@ -36,7 +38,7 @@ struct TrainerConfig {
   // normalisation) instead of TGL's dt / (t + 1).
   bool standardise_time = true;
   int64_t batch_size = 600;
-  int64_t eval_batch_size = 600;
+  int64_t eval_batch_size = 200;  // the TGN authors' evaluation batch
   double lr = 1e-4;
   double weight_decay = 0.0;
   int32_t eval_negatives = 1;
@@ -46,8 +48,10 @@ struct TrainerConfig {
   uint64_t seed = 0;
   Device device = Device::cpu();
   DType dtype = DType::f32;  // f64 for gradient checks on the CPU
-  // Data-parallel training with the `strict` strategy over comm->size() ranks (not owned;
-  // must outlive the trainer). Null or one rank: single-device training, unchanged.
+  // Data-parallel training with `strategy` (strategy.h; one of strategy_names()) over
+  // comm->size() ranks (not owned; must outlive the trainer). Null or one rank:
+  // single-device training, unchanged, whatever the strategy.
+  std::string strategy = "strict";
   dist::Communicator* comm = nullptr;
 };
 
@@ -78,9 +82,10 @@ struct EpochResult {
   EvalResult val, val_new;
   double eval_seconds = 0.0;
   int ranks = 1;
+  std::string strategy;  // the strategy's name ("single-device" with one rank)
   dist::CommStats comm;  // the epoch's collectives (training; evaluation makes none)
-  // Strict strategy: the events this rank trained on (its slices), and the memory rows and
-  // mails every rank wrote and all of them exchanged.
+  // With several ranks: the events this rank trained on (its slices), and the memory rows
+  // and mails every rank wrote and all of them exchanged.
   int64_t local_events = 0, exchanged_rows = 0, exchanged_mails = 0;
 };
 
@@ -94,13 +99,11 @@ class Trainer {
           const TrainerConfig& cfg);
   ~Trainer();
 
-  // Under the strict strategy with P ranks, every global batch of B events is split into P
-  // contiguous slices (rank r: events [r*B/P, (r+1)*B/P) of the batch); each rank runs its
-  // slice, the gradients are summed by one all-reduce (each rank's loss scaled by its share
-  // of the batch, so the sum is the 1-rank gradient), every rank takes the same Adam step,
-  // and the memory and mail writes of every slice are all-gathered and applied in event
-  // order, so every rank's node state stays the 1-rank state. Evaluation runs in full on
-  // every rank. train_step and the loss trace report the global loss.
+  // The strategy (strategy.h) gives each rank its slice of every global batch, reduces the
+  // gradients (each rank's loss scaled by its share of the batch, so the sum is the 1-rank
+  // gradient), and reconciles the node state after every rank took the same Adam step.
+  // Evaluation runs in full on every rank. train_step and the loss trace report the global
+  // loss.
   //
   // Resets the node state, trains one pass over the training events, then validates
   // (transductive, and new-node under the tgn protocol). epoch counts from 1.
@@ -109,8 +112,9 @@ class Trainer {
   // Returns {transductive, new-node}.
   std::pair<EvalResult, EvalResult> test();
 
-  // One training step on the batch events[0, count) (negatives drawn for `epoch`; dropout
-  // rows start at first_row): forward, loss, backward, Adam, write-back. Returns TGL's loss
+  // One training step on the global batch events[0, count) (negatives drawn for `epoch`;
+  // dropout rows start at first_row): this rank's slice forward, loss, backward, gradient
+  // reduction, Adam, reconciled write-back. Returns TGL's loss
   // (BCE of the positives plus BCE of the negatives, each a mean). run_epoch calls it.
   double train_step(const int64_t* events, int64_t count, int epoch, uint64_t first_row);
   // The same step's loss without changing anything but the gradients (which it fills when
@@ -130,14 +134,13 @@ class Trainer {
 
  private:
   EvalResult evaluate(const std::vector<int64_t>& events, uint32_t split_id);
-  bool distributed() const { return cfg_.comm != nullptr && cfg_.comm->size() > 1; }
   double forward_backward(const int64_t* events, int64_t count, int epoch, uint64_t first_row,
                           bool with_gradients, double dloss);
-  double strict_step(const int64_t* events, int64_t count, int epoch, uint64_t first_row);
 
   const data::EventStream& stream_;
   const data::ChronoSplit& split_;
   TrainerConfig cfg_;
+  std::unique_ptr<Strategy> strategy_;
   std::unique_ptr<model::ParameterStore> store_;
   std::unique_ptr<model::Tgnn> model_;
   std::unique_ptr<model::NodeState> state_, backup_a_, backup_b_;
@@ -155,12 +158,7 @@ class Trainer {
   std::vector<double> loss_trace_;
   StageTimes stages_;
   int64_t memory_rows_ = 0;
-  int64_t local_events_ = 0, exchanged_rows_ = 0, exchanged_mails_ = 0;
-  int64_t batch_index_ = 0;
-  // Strict strategy: per-rank counts and the gathered host-side node ids and mail order.
-  std::vector<double> my_counts_, all_counts_;
-  std::vector<int32_t> all_mem_node_, all_mail_node_;
-  std::vector<int64_t> mail_order_;  // 1-based batch of the running epoch, for error messages
+  int64_t batch_index_ = 0;  // 1-based batch of the running epoch, for error messages
 };
 
 }  // namespace depbloom::train

@@ -1,0 +1,133 @@
+// The Strategy seam: strict's contiguous slices of a global batch for 1 to 4 ranks (even and
+// uneven sizes, slices left empty) cover the batch in event order with the right dropout rows
+// and loss shares; with one rank (no communicator or a local one) every strategy is the
+// single-device step, bit for bit, and makes no collective; an unknown strategy name is a
+// config error naming strategy.name, from the factory and from the Trainer. (Several ranks
+// under mpirun: tests/mpi/test_strict_training.cpp.)
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "depbloom/core/error.h"
+#include "depbloom/dist/communicator.h"
+#include "depbloom/train/strategy.h"
+#include "depbloom/train/trainer.h"
+#include "unit/train/tiny_stream.h"
+
+namespace depbloom::train {
+namespace {
+
+TEST(Strategy, ContiguousSlicesCoverTheBatchInEventOrder) {
+  std::vector<int64_t> batch(203);
+  for (size_t i = 0; i < batch.size(); ++i) batch[i] = 1000 + 2 * static_cast<int64_t>(i);
+  const uint64_t first_row = 3 * 600;
+  for (int64_t count : {1, 2, 3, 7, 200, 203}) {
+    for (int ranks = 1; ranks <= 4; ++ranks) {
+      SCOPED_TRACE(testing::Message() << count << " events, " << ranks << " ranks");
+      int64_t next = 0, smallest = count, largest = 0;
+      double shares = 0;
+      for (int r = 0; r < ranks; ++r) {
+        const Slice s = contiguous_slice(batch.data(), count, first_row, r, ranks);
+        // Rank order is event order: each slice starts where the previous one ended.
+        EXPECT_EQ(s.events, batch.data() + next);
+        EXPECT_EQ(s.first_row, first_row + 3 * static_cast<uint64_t>(next));
+        EXPECT_GE(s.count, 0);
+        EXPECT_DOUBLE_EQ(s.loss_share, static_cast<double>(s.count) / static_cast<double>(count));
+        next += s.count;
+        shares += s.loss_share;
+        smallest = std::min(smallest, s.count);
+        largest = std::max(largest, s.count);
+      }
+      EXPECT_EQ(next, count);
+      EXPECT_LE(largest - smallest, 1);  // balanced within one event
+      EXPECT_NEAR(shares, 1.0, 1e-12);
+    }
+  }
+  // The documented splits: 203 events as 101/102 on 2 ranks, 50/51/51/51 on 4; 3 events on 4
+  // ranks leave rank 0 empty.
+  EXPECT_EQ(contiguous_slice(batch.data(), 203, 0, 0, 2).count, 101);
+  EXPECT_EQ(contiguous_slice(batch.data(), 203, 0, 1, 2).count, 102);
+  EXPECT_EQ(contiguous_slice(batch.data(), 203, 0, 0, 4).count, 50);
+  EXPECT_EQ(contiguous_slice(batch.data(), 203, 0, 3, 4).count, 51);
+  EXPECT_EQ(contiguous_slice(batch.data(), 3, 0, 0, 4).count, 0);
+  // One rank: the whole batch with a share of exactly 1 (the loss gradient stays TGL's).
+  const Slice whole = contiguous_slice(batch.data(), 203, first_row, 0, 1);
+  EXPECT_EQ(whole.count, 203);
+  EXPECT_EQ(whole.loss_share, 1.0);
+}
+
+TEST(Strategy, OneRankIsSingleDevice) {
+  std::unique_ptr<dist::Communicator> local = dist::make_communicator("local", Device::cpu());
+  for (dist::Communicator* comm : {static_cast<dist::Communicator*>(nullptr), local.get()}) {
+    std::unique_ptr<Strategy> s = make_strategy("strict", comm);
+    EXPECT_STREQ(s->name(), "single-device");
+    EXPECT_EQ(s->ranks(), 1);
+    const int64_t batch[3] = {4, 5, 9};
+    const Slice slice = s->slice(batch, 3, 12);
+    EXPECT_EQ(slice.events, batch);
+    EXPECT_EQ(slice.count, 3);
+    EXPECT_EQ(slice.first_row, 12u);
+    EXPECT_EQ(slice.loss_share, 1.0);
+  }
+}
+
+TEST(Strategy, UnknownNameIsAConfigErrorNamingTheKey) {
+  for (const std::string& name : strategy_names()) EXPECT_NO_THROW(make_strategy(name, nullptr));
+  try {
+    make_strategy("depbloom-typo", nullptr);
+    FAIL() << "an unknown strategy was accepted";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::config);
+    EXPECT_NE(e.message().find("strategy.name"), std::string::npos) << e.message();
+    EXPECT_NE(e.message().find("depbloom-typo"), std::string::npos) << e.message();
+  }
+  const data::EventStream stream = dbtraintest::tiny_stream();
+  const data::ChronoSplit split = dbtraintest::tiny_split(stream);
+  TrainerConfig cfg;
+  cfg.strategy = "bogus";
+  EXPECT_THROW(Trainer(stream, split, cfg), Error);
+}
+
+TrainerConfig small_config() {
+  TrainerConfig cfg;
+  cfg.model.d_mem = 8;
+  cfg.model.d_mem_time = 4;
+  cfg.model.d_emb = 8;
+  cfg.model.d_gnn_time = 4;
+  cfg.model.neighbours = 4;
+  cfg.model.dropout = 0.1;  // the slice keeps the batch's dropout rows
+  cfg.batch_size = 16;
+  cfg.eval_batch_size = 16;
+  cfg.lr = 1e-2;
+  return cfg;
+}
+
+// The P = 1 rule through the Trainer: a one-rank communicator trains exactly as no
+// communicator does, and exchanges nothing.
+TEST(Strategy, OneRankCommunicatorTrainsBitForBitAsOneDevice) {
+  const data::EventStream stream = dbtraintest::tiny_stream(23, 240, 24, 3);
+  const data::ChronoSplit split = dbtraintest::tiny_split(stream, 160, 200);
+  std::unique_ptr<dist::Communicator> local = dist::make_communicator("local", Device::cpu());
+  TrainerConfig cfg = small_config();
+  Trainer alone(stream, split, cfg);
+  cfg.comm = local.get();
+  Trainer one_rank(stream, split, cfg);
+  for (int epoch = 1; epoch <= 2; ++epoch) {
+    const EpochResult a = alone.run_epoch(epoch);
+    const EpochResult b = one_rank.run_epoch(epoch);
+    EXPECT_EQ(a.loss, b.loss);
+    EXPECT_EQ(a.val.whole.ap, b.val.whole.ap);
+    EXPECT_EQ(b.ranks, 1);
+    EXPECT_EQ(b.strategy, "single-device");
+    EXPECT_EQ(b.comm.total_calls(), 0);
+    EXPECT_EQ(b.local_events, b.events);
+    EXPECT_EQ(b.exchanged_rows + b.exchanged_mails, 0);
+  }
+  EXPECT_EQ(alone.loss_trace(), one_rank.loss_trace());
+}
+
+}  // namespace
+}  // namespace depbloom::train
