@@ -3,6 +3,8 @@
 // t - mail_ts are formed on the device by a rank-1 gemm, so no host loop touches the data.
 #include "depbloom/model/apan_updater.h"
 
+#include <utility>
+
 #include "depbloom/backend/ops.h"
 #include "model/attention_common.h"
 
@@ -12,8 +14,19 @@ namespace {
 constexpr const char* kLayer = "ApanMemoryUpdater";
 }
 
-std::vector<Tensor*> ApanUpdaterWeights::all() {
-  return {&time_w, &time_b, &w_q, &b_q, &w_k, &b_k, &w_v, &b_v, &ln_gamma, &ln_beta, &w_o, &b_o};
+const Tensor* ApanUpdaterWeights::field(std::string_view name) const {
+  using W = ApanUpdaterWeights;
+  static constexpr std::pair<std::string_view, Tensor W::*> kFields[] = {
+      {"time_w", &W::time_w},     {"time_b", &W::time_b},   {"w_q", &W::w_q}, {"b_q", &W::b_q},
+      {"w_k", &W::w_k},           {"b_k", &W::b_k},         {"w_v", &W::w_v}, {"b_v", &W::b_v},
+      {"ln_gamma", &W::ln_gamma}, {"ln_beta", &W::ln_beta}, {"w_o", &W::w_o}, {"b_o", &W::b_o}};
+  for (const auto& [n, member] : kFields)
+    if (n == name) return &(this->*member);
+  return nullptr;
+}
+
+Tensor* ApanUpdaterWeights::field(std::string_view name) {
+  return const_cast<Tensor*>(std::as_const(*this).field(name));
 }
 
 ApanMemoryUpdater::ApanMemoryUpdater(const ApanUpdaterConfig& cfg) : cfg_(cfg) {
@@ -44,17 +57,11 @@ std::vector<AttentionParamShape> ApanMemoryUpdater::parameter_shapes() const {
 }
 
 void ApanMemoryUpdater::check_weights(const ApanUpdaterWeights& w, const char* what) const {
-  const auto& shapes = shapes_;
-  static constexpr Tensor ApanUpdaterWeights::*kFields[] = {
-      &ApanUpdaterWeights::time_w,  &ApanUpdaterWeights::time_b, &ApanUpdaterWeights::w_q,
-      &ApanUpdaterWeights::b_q,     &ApanUpdaterWeights::w_k,    &ApanUpdaterWeights::b_k,
-      &ApanUpdaterWeights::w_v,     &ApanUpdaterWeights::b_v,    &ApanUpdaterWeights::ln_gamma,
-      &ApanUpdaterWeights::ln_beta, &ApanUpdaterWeights::w_o,    &ApanUpdaterWeights::b_o};
-  for (size_t i = 0; i < shapes.size(); ++i) {
-    if (shapes[i].shape.numel() == 0) continue;  // time encoding switched off
-    DB_ASSERT((w.*kFields[i]).defined() && (w.*kFields[i]).shape() == shapes[i].shape,
-              "{}: {} {} is {}, expected shape {}", kLayer, what, shapes[i].name,
-              (w.*kFields[i]).str(), shapes[i].shape.str());
+  for (const auto& s : shapes_) {
+    if (s.shape.numel() == 0) continue;  // time encoding switched off
+    const Tensor* t = w.field(s.name);
+    DB_ASSERT(t->defined() && t->shape() == s.shape, "{}: {} {} is {}, expected shape {}", kLayer,
+              what, s.name, t->str(), s.shape.str());
   }
 }
 
@@ -62,7 +69,7 @@ void ApanMemoryUpdater::forward(ApanUpdaterContext& ctx, const Tensor& new_memor
                                 const ApanUpdaterWeights& w, const Tensor& memory,
                                 const Tensor& mail, const Tensor& mail_ts, const Tensor& t,
                                 const Tensor& mask, bool training, const RngKey& dropout_key,
-                                uint64_t first_row) const {
+                                const ops::DropoutRows& rows) const {
   using detail::expect_float_like;
   const auto& c = cfg_;
   DB_ASSERT(memory.defined() && memory.rank() == 2 && is_floating(memory.dtype()),
@@ -126,7 +133,7 @@ void ApanMemoryUpdater::forward(ApanUpdaterContext& ctx, const Tensor& new_memor
   ctx.dropped = training && c.dropout > 0.0;
   if (ctx.dropped) {
     ctx.keep = arena.alloc(DType::u8, Shape(B, c.d_mem));
-    ops::dropout_forward(ctx.act, ctx.keep, ctx.act, c.dropout, dropout_key, first_row);
+    ops::dropout_forward(ctx.act, ctx.keep, ctx.act, c.dropout, dropout_key, rows);
   }
   ops::act_forward(ops::Act::relu, ctx.act, ctx.act);
   // The context keeps its own copy, so the caller may overwrite new_memory (write-back).

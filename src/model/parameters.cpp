@@ -15,14 +15,17 @@ ParameterStore::ParameterStore(DType dtype, Device device) : dtype_(dtype), devi
 }
 
 ParamId ParameterStore::declare(const std::string& name, Shape shape, InitScheme init,
-                                int64_t fan_in) {
+                                int64_t fan_in, int64_t fan_out) {
   DB_ASSERT(!finalized_, "parameter '{}' declared after finalize()", name);
   DB_ASSERT(!name.empty(), "a parameter needs a name");
   DB_ASSERT(!find(name).valid(), "parameter '{}' declared twice", name);
   DB_ASSERT(shape.numel() > 0, "parameter '{}' has no elements: {}", name, shape.str());
   DB_ASSERT(init != InitScheme::uniform_fan_in || fan_in > 0,
             "parameter '{}' uses uniform_fan_in but fan_in is {}", name, fan_in);
-  entries_.push_back(ParameterEntry{name, shape, init, fan_in, 0});
+  const bool xavier = init == InitScheme::xavier_uniform || init == InitScheme::xavier_normal;
+  DB_ASSERT(!xavier || (fan_in > 0 && fan_out > 0),
+            "parameter '{}' uses a xavier init but its fans are {} and {}", name, fan_in, fan_out);
+  entries_.push_back(ParameterEntry{name, shape, init, fan_in, fan_out, 0});
   slot_of_id_.push_back(static_cast<int32_t>(entries_.size() - 1));
   return ParamId{static_cast<int32_t>(entries_.size() - 1)};
 }
@@ -73,6 +76,24 @@ void ParameterStore::initialize(uint64_t seed) {
           // Keyed by the global offset: distinct per parameter, independent of the backend.
           const Philox4 r = philox_draw(key, static_cast<uint64_t>(e.offset + i), 0);
           out[i] = (2.0 * uniform_double(r.v[0], r.v[1]) - 1.0) * bound;
+        }
+        break;
+      }
+      case InitScheme::xavier_uniform:
+      case InitScheme::xavier_normal: {
+        const double fans = static_cast<double>(e.fan_in + e.fan_out);
+        const bool normal = e.init == InitScheme::xavier_normal;
+        const double scale = normal ? std::sqrt(2.0 / fans) : std::sqrt(6.0 / fans);
+        for (int64_t i = 0; i < n; ++i) {
+          const Philox4 r = philox_draw(key, static_cast<uint64_t>(e.offset + i), 0);
+          const double u = uniform_double(r.v[0], r.v[1]);
+          if (!normal) {
+            out[i] = (2.0 * u - 1.0) * scale;
+            continue;
+          }
+          // Box-Muller; 1 - u lies in (0, 1], so the logarithm is finite.
+          const double v = uniform_double(r.v[2], r.v[3]);
+          out[i] = std::sqrt(-2.0 * std::log(1.0 - u)) * std::cos(6.283185307179586 * v) * scale;
         }
         break;
       }

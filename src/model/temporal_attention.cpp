@@ -3,6 +3,9 @@
 // norm), so the same code runs on every backend. Scratch and context come from the Arena.
 #include "depbloom/model/temporal_attention.h"
 
+#include <cmath>
+#include <utility>
+
 #include "depbloom/backend/ops.h"
 #include "model/attention_common.h"
 
@@ -12,8 +15,32 @@ namespace {
 constexpr const char* kLayer = "TemporalAttentionLayer";
 }
 
-std::vector<Tensor*> TemporalAttentionWeights::all() {
-  return {&time_w, &time_b, &w_q, &b_q, &w_k, &b_k, &w_v, &b_v, &w_o, &b_o, &ln_gamma, &ln_beta};
+const Tensor* TemporalAttentionWeights::field(std::string_view name) const {
+  using W = TemporalAttentionWeights;
+  static constexpr std::pair<std::string_view, Tensor W::*> kFields[] = {{"time_w", &W::time_w},
+                                                                         {"time_b", &W::time_b},
+                                                                         {"w_q", &W::w_q},
+                                                                         {"b_q", &W::b_q},
+                                                                         {"w_k", &W::w_k},
+                                                                         {"b_k", &W::b_k},
+                                                                         {"w_v", &W::w_v},
+                                                                         {"b_v", &W::b_v},
+                                                                         {"w_o", &W::w_o},
+                                                                         {"b_o", &W::b_o},
+                                                                         {"ln_gamma", &W::ln_gamma},
+                                                                         {"ln_beta", &W::ln_beta},
+                                                                         {"w_p", &W::w_p},
+                                                                         {"w_1", &W::w_1},
+                                                                         {"b_1", &W::b_1},
+                                                                         {"w_2", &W::w_2},
+                                                                         {"b_2", &W::b_2}};
+  for (const auto& [n, member] : kFields)
+    if (n == name) return &(this->*member);
+  return nullptr;
+}
+
+Tensor* TemporalAttentionWeights::field(std::string_view name) {
+  return const_cast<Tensor*>(std::as_const(*this).field(name));
 }
 
 TemporalAttentionLayer::TemporalAttentionLayer(const TemporalAttentionConfig& cfg) : cfg_(cfg) {
@@ -21,43 +48,46 @@ TemporalAttentionLayer::TemporalAttentionLayer(const TemporalAttentionConfig& cf
             "{}: widths must be positive (d_edge may be 0): d_in {}, d_edge {}, d_time {}, "
             "d_out {}",
             kLayer, cfg.d_in, cfg.d_edge, cfg.d_time, cfg.d_out);
-  DB_ASSERT(cfg.heads > 0 && cfg.d_out % cfg.heads == 0,
-            "{}: d_out {} is not divisible into {} heads", kLayer, cfg.d_out, cfg.heads);
+  DB_ASSERT(cfg.heads > 0 && cfg.d_att() % cfg.heads == 0,
+            "{}: attention width {} is not divisible into {} heads", kLayer, cfg.d_att(),
+            cfg.heads);
   DB_ASSERT(cfg.dropout >= 0.0 && cfg.dropout < 1.0, "{}: dropout {} is outside [0, 1)", kLayer,
             cfg.dropout);
+  if (cfg_.style == AttentionStyle::tgn) {  // torch's scaled dot-product attention
+    cfg_.scale = 1.0 / std::sqrt(static_cast<double>(cfg_.d_att() / cfg_.heads));
+    cfg_.slope = 1.0;
+  }
   shapes_ = parameter_shapes();
 }
 
 std::vector<AttentionParamShape> TemporalAttentionLayer::parameter_shapes() const {
-  const int64_t o = cfg_.d_out;
-  return {{"time_w", Shape(cfg_.d_time)},
-          {"time_b", Shape(cfg_.d_time)},
-          {"w_q", Shape(o, cfg_.d_q_in())},
-          {"b_q", Shape(o)},
-          {"w_k", Shape(o, cfg_.d_kv_in())},
-          {"b_k", Shape(o)},
-          {"w_v", Shape(o, cfg_.d_kv_in())},
-          {"b_v", Shape(o)},
-          {"w_o", Shape(o, cfg_.d_o_in())},
-          {"b_o", Shape(o)},
-          {"ln_gamma", Shape(o)},
-          {"ln_beta", Shape(o)}};
+  const int64_t o = cfg_.d_out, a = cfg_.d_att();
+  std::vector<AttentionParamShape> shapes = {
+      {"time_w", Shape(cfg_.d_time)},    {"time_b", Shape(cfg_.d_time)},
+      {"w_q", Shape(a, cfg_.d_q_in())},  {"b_q", Shape(a)},
+      {"w_k", Shape(a, cfg_.d_kv_in())}, {"b_k", Shape(a)},
+      {"w_v", Shape(a, cfg_.d_kv_in())}, {"b_v", Shape(a)}};
+  if (cfg_.style == AttentionStyle::tgl) {
+    shapes.insert(shapes.end(), {{"w_o", Shape(o, cfg_.d_o_in())},
+                                 {"b_o", Shape(o)},
+                                 {"ln_gamma", Shape(o)},
+                                 {"ln_beta", Shape(o)}});
+  } else {
+    shapes.insert(shapes.end(), {{"w_p", Shape(a, a)},
+                                 {"w_1", Shape(cfg_.d_in, cfg_.d_o_in())},
+                                 {"b_1", Shape(cfg_.d_in)},
+                                 {"w_2", Shape(o, cfg_.d_in)},
+                                 {"b_2", Shape(o)}});
+  }
+  return shapes;
 }
 
 void TemporalAttentionLayer::check_weights(const TemporalAttentionWeights& w,
                                            const char* what) const {
-  const auto& shapes = shapes_;
-  static constexpr Tensor TemporalAttentionWeights::*kFields[] = {
-      &TemporalAttentionWeights::time_w,   &TemporalAttentionWeights::time_b,
-      &TemporalAttentionWeights::w_q,      &TemporalAttentionWeights::b_q,
-      &TemporalAttentionWeights::w_k,      &TemporalAttentionWeights::b_k,
-      &TemporalAttentionWeights::w_v,      &TemporalAttentionWeights::b_v,
-      &TemporalAttentionWeights::w_o,      &TemporalAttentionWeights::b_o,
-      &TemporalAttentionWeights::ln_gamma, &TemporalAttentionWeights::ln_beta};
-  for (size_t i = 0; i < shapes.size(); ++i) {
-    DB_ASSERT((w.*kFields[i]).defined() && (w.*kFields[i]).shape() == shapes[i].shape,
-              "{}: {} {} is {}, expected shape {}", kLayer, what, shapes[i].name,
-              (w.*kFields[i]).str(), shapes[i].shape.str());
+  for (const auto& s : shapes_) {
+    const Tensor* t = w.field(s.name);
+    DB_ASSERT(t->defined() && t->shape() == s.shape, "{}: {} {} is {}, expected shape {}", kLayer,
+              what, s.name, t->str(), s.shape.str());
   }
 }
 
@@ -65,7 +95,7 @@ void TemporalAttentionLayer::forward(TemporalAttentionContext& ctx, const Tensor
                                      const TemporalAttentionWeights& w, const Tensor& h_root,
                                      const Tensor& h_nbr, const Tensor& e, const Tensor& dt,
                                      const Tensor& mask, bool training, const RngKey& dropout_key,
-                                     uint64_t first_row) const {
+                                     const ops::DropoutRows& rows) const {
   using detail::expect_float_like;
   DB_ASSERT(h_root.defined() && h_root.rank() == 2 && is_floating(h_root.dtype()),
             "{}: h_root must be a float [R, d_in] tensor, got {}", kLayer, h_root.str());
@@ -107,7 +137,8 @@ void TemporalAttentionLayer::forward(TemporalAttentionContext& ctx, const Tensor
   ops::time_encode_forward(te_root, ctx.zero_dt, w.time_w, w.time_b);
   ctx.q_in = arena.alloc(t, Shape(R, c.d_q_in()));
   ops::concat_cols(ctx.q_in, {h_root, te_root});
-  ctx.q = arena.alloc(t, Shape(R, c.d_out));
+  const int64_t A = c.d_att();
+  ctx.q = arena.alloc(t, Shape(R, A));
   detail::affine_forward(ctx.q, ctx.q_in, w.w_q, w.b_q);
 
   // Key/value side, one row per (root, slot).
@@ -116,24 +147,28 @@ void TemporalAttentionLayer::forward(TemporalAttentionContext& ctx, const Tensor
   ctx.kv_in = arena.alloc(t, Shape(N, c.d_kv_in()));
   ops::concat_cols(ctx.kv_in,
                    {h_nbr.reshape(Shape(N, c.d_in)), edges.reshape(Shape(N, c.d_edge)), te_nbr});
-  ctx.k = arena.alloc(t, Shape(R, K, c.d_out));
-  ctx.v = arena.alloc(t, Shape(R, K, c.d_out));
-  detail::affine_forward(ctx.k.reshape(Shape(N, c.d_out)), ctx.kv_in, w.w_k, w.b_k);
-  detail::affine_forward(ctx.v.reshape(Shape(N, c.d_out)), ctx.kv_in, w.w_v, w.b_v);
+  ctx.k = arena.alloc(t, Shape(R, K, A));
+  ctx.v = arena.alloc(t, Shape(R, K, A));
+  detail::affine_forward(ctx.k.reshape(Shape(N, A)), ctx.kv_in, w.w_k, w.b_k);
+  detail::affine_forward(ctx.v.reshape(Shape(N, A)), ctx.kv_in, w.w_v, w.b_v);
 
-  Tensor att = arena.alloc(t, Shape(R, c.d_out));
+  ctx.att = arena.alloc(t, Shape(R, A));
   ctx.attn = arena.alloc(t, Shape(R, c.heads, K));
-  ops::attention_forward(att, ctx.attn, ctx.q, ctx.k, ctx.v, mask, c.heads, c.scale, c.slope);
+  ops::attention_forward(ctx.att, ctx.attn, ctx.q, ctx.k, ctx.v, mask, c.heads, c.scale, c.slope);
+  ctx.dropped = training && c.dropout > 0.0;
+  ctx.o_in = arena.alloc(t, Shape(R, c.d_o_in()));
+  if (c.style == AttentionStyle::tgn) {
+    forward_merge(ctx, out, arena, w, dropout_key, rows);
+    return;
+  }
 
   // Output: W_o over [attention || root], dropout, relu, layer norm (TGL's order).
-  ctx.o_in = arena.alloc(t, Shape(R, c.d_o_in()));
-  ops::concat_cols(ctx.o_in, {att, h_root});
+  ops::concat_cols(ctx.o_in, {ctx.att, h_root});
   ctx.act = arena.alloc(t, Shape(R, c.d_out));
   detail::affine_forward(ctx.act, ctx.o_in, w.w_o, w.b_o);
-  ctx.dropped = training && c.dropout > 0.0;
   if (ctx.dropped) {
     ctx.keep = arena.alloc(DType::u8, Shape(R, c.d_out));
-    ops::dropout_forward(ctx.act, ctx.keep, ctx.act, c.dropout, dropout_key, first_row);
+    ops::dropout_forward(ctx.act, ctx.keep, ctx.act, c.dropout, dropout_key, rows);
   }
   ops::act_forward(ops::Act::relu, ctx.act, ctx.act);
   ctx.ln_mean = arena.alloc(t, Shape(R));
@@ -160,21 +195,25 @@ void TemporalAttentionLayer::backward(const Tensor& dh_root, const Tensor& dh_nb
   if (R == 0) return;
   const DType t = ref.dtype();
 
-  // Layer norm, relu, dropout: dz [R, d_out] is the gradient of W_o's output.
-  Tensor dz = arena.alloc(t, Shape(R, c.d_out));
-  ops::layer_norm_backward(dz, grads.ln_gamma, grads.ln_beta, dout, ctx.act, ctx.ln_mean,
-                           ctx.ln_rstd, w.ln_gamma);
-  ops::act_backward(ops::Act::relu, dz, dz, ctx.act);
-  if (ctx.dropped) ops::dropout_backward(dz, dz, ctx.keep, c.dropout);
+  const int64_t A = c.d_att();
+  Tensor d_att = arena.alloc(t, Shape(R, A));
+  if (c.style == AttentionStyle::tgn) {
+    backward_merge(d_att, dh_root, grads, dout, ctx, w, arena);
+  } else {
+    // Layer norm, relu, dropout: dz [R, d_out] is the gradient of W_o's output.
+    Tensor dz = arena.alloc(t, Shape(R, c.d_out));
+    ops::layer_norm_backward(dz, grads.ln_gamma, grads.ln_beta, dout, ctx.act, ctx.ln_mean,
+                             ctx.ln_rstd, w.ln_gamma);
+    ops::act_backward(ops::Act::relu, dz, dz, ctx.act);
+    if (ctx.dropped) ops::dropout_backward(dz, dz, ctx.keep, c.dropout);
+    Tensor d_o_in = arena.alloc(t, Shape(R, c.d_o_in()));
+    detail::affine_backward(d_o_in, grads.w_o, grads.b_o, dz, ctx.o_in, w.w_o);
+    ops::split_cols({d_att, dh_root}, d_o_in);  // dh_root starts with the skip path
+  }
 
-  Tensor d_o_in = arena.alloc(t, Shape(R, c.d_o_in()));
-  detail::affine_backward(d_o_in, grads.w_o, grads.b_o, dz, ctx.o_in, w.w_o);
-  Tensor d_att = arena.alloc(t, Shape(R, c.d_out));
-  ops::split_cols({d_att, dh_root}, d_o_in);  // dh_root starts with the skip path
-
-  Tensor dq = arena.alloc(t, Shape(R, c.d_out));
-  Tensor dk = arena.alloc(t, Shape(R, K, c.d_out));
-  Tensor dv = arena.alloc(t, Shape(R, K, c.d_out));
+  Tensor dq = arena.alloc(t, Shape(R, A));
+  Tensor dk = arena.alloc(t, Shape(R, K, A));
+  Tensor dv = arena.alloc(t, Shape(R, K, A));
   ops::attention_backward(dq, dk, dv, d_att, ctx.attn, ctx.q, ctx.k, ctx.v, ctx.mask, c.heads,
                           c.scale, c.slope);
 
@@ -189,7 +228,7 @@ void TemporalAttentionLayer::backward(const Tensor& dh_root, const Tensor& dh_nb
 
   // Key/value side: both projections read kv_in, so their input gradients add up.
   Tensor d_kv_in = arena.alloc(t, Shape(N, c.d_kv_in()));
-  const Tensor dk2 = dk.reshape(Shape(N, c.d_out)), dv2 = dv.reshape(Shape(N, c.d_out));
+  const Tensor dk2 = dk.reshape(Shape(N, A)), dv2 = dv.reshape(Shape(N, A));
   detail::affine_backward(d_kv_in, grads.w_k, grads.b_k, dk2, ctx.kv_in, w.w_k);
   detail::affine_backward(d_kv_in, grads.w_v, grads.b_v, dv2, ctx.kv_in, w.w_v, true);
   Tensor d_nbr = want_nbr ? dh_nbr.reshape(Shape(N, c.d_in)) : arena.alloc(t, Shape(N, c.d_in));
@@ -198,6 +237,48 @@ void TemporalAttentionLayer::backward(const Tensor& dh_root, const Tensor& dh_nb
   ops::split_cols({d_nbr, d_e, d_te_nbr}, d_kv_in);
   ops::time_encode_backward(grads.time_w, grads.time_b, d_te_nbr, ctx.dt.reshape(Shape(N)),
                             w.time_w, w.time_b);
+}
+
+// tgn style, after the attention: dropout, the projection W_p, then the merge MLP.
+void TemporalAttentionLayer::forward_merge(TemporalAttentionContext& ctx, const Tensor& out,
+                                           Arena& arena, const TemporalAttentionWeights& w,
+                                           const RngKey& dropout_key,
+                                           const ops::DropoutRows& rows) const {
+  const auto& c = cfg_;
+  const int64_t R = ctx.roots;
+  const DType t = ctx.h_root.dtype();
+  if (ctx.dropped) {
+    ctx.keep = arena.alloc(DType::u8, Shape(R, c.d_att()));
+    ops::dropout_forward(ctx.att, ctx.keep, ctx.att, c.dropout, dropout_key, rows);
+  }
+  Tensor projected = arena.alloc(t, Shape(R, c.d_att()));
+  ops::gemm(projected, ctx.att, ops::Trans::N, w.w_p, ops::Trans::T);
+  ops::concat_cols(ctx.o_in, {projected, ctx.h_root});
+  ctx.act = arena.alloc(t, Shape(R, c.d_in));
+  detail::affine_forward(ctx.act, ctx.o_in, w.w_1, w.b_1);
+  ops::act_forward(ops::Act::relu, ctx.act, ctx.act);
+  detail::affine_forward(out, ctx.act, w.w_2, w.b_2);
+}
+
+// d_att: the gradient of the attention output (before dropout); dh_root is overwritten with
+// the merge input's share of the root gradient.
+void TemporalAttentionLayer::backward_merge(const Tensor& d_att, const Tensor& dh_root,
+                                            const TemporalAttentionWeights& grads,
+                                            const Tensor& dout, const TemporalAttentionContext& ctx,
+                                            const TemporalAttentionWeights& w, Arena& arena) const {
+  const auto& c = cfg_;
+  const int64_t R = ctx.roots;
+  const DType t = ctx.h_root.dtype();
+  Tensor d_hidden = arena.alloc(t, Shape(R, c.d_in));
+  detail::affine_backward(d_hidden, grads.w_2, grads.b_2, dout, ctx.act, w.w_2);
+  ops::act_backward(ops::Act::relu, d_hidden, d_hidden, ctx.act);
+  Tensor d_o_in = arena.alloc(t, Shape(R, c.d_o_in()));
+  detail::affine_backward(d_o_in, grads.w_1, grads.b_1, d_hidden, ctx.o_in, w.w_1);
+  Tensor d_projected = arena.alloc(t, Shape(R, c.d_att()));
+  ops::split_cols({d_projected, dh_root}, d_o_in);
+  ops::gemm(grads.w_p, d_projected, ops::Trans::T, ctx.att, ops::Trans::N, 1.0, 1.0);
+  ops::gemm(d_att, d_projected, ops::Trans::N, w.w_p, ops::Trans::N);
+  if (ctx.dropped) ops::dropout_backward(d_att, d_att, ctx.keep, c.dropout);
 }
 
 }  // namespace depbloom::model

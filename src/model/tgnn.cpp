@@ -17,32 +17,64 @@ InitScheme init_for(const std::string& name) {
   return InitScheme::uniform_fan_in;  // w_* and b_*, as torch.nn.Linear
 }
 
-// Declares an attention-style layer's parameters under `prefix` with torch's init.
+// Declares an attention-style layer's parameters under `prefix` with torch's init. The
+// TGN authors' layer (tgn_init) initialises as their torch modules do: MultiheadAttention's
+// input projections xavier-uniform (over the stacked [3A, A] weight when Q, K and V all
+// read A columns) with zero biases, its output projection as nn.Linear, and the MergeLayer
+// weights xavier-normal.
 std::vector<ParamId> declare_shapes(ParameterStore& store, const std::string& prefix,
-                                    const std::vector<AttentionParamShape>& shapes) {
+                                    const std::vector<AttentionParamShape>& shapes,
+                                    bool tgn_init = false) {
+  auto shape_of = [&](const std::string& name) {
+    for (const auto& w : shapes)
+      if (w.name == name) return w.shape;
+    return Shape();
+  };
+  bool stacked_qkv = false;
+  if (tgn_init) {
+    const Shape q = shape_of("w_q"), k = shape_of("w_k"), v = shape_of("w_v");
+    stacked_qkv = q[0] == q[1] && k[1] == q[1] && v[1] == q[1];
+  }
   std::vector<ParamId> ids;
   for (const auto& s : shapes) {
-    int64_t fan_in = 0;
+    int64_t fan_in = 0, fan_out = 0;
     if (s.name[0] == 'w' || s.name[0] == 'b') {
       // A bias takes the fan-in of its weight (w_q for b_q), as torch.nn.Linear does.
-      std::string weight = "w" + s.name.substr(1);
-      for (const auto& w : shapes)
-        if (w.name == weight) fan_in = w.shape[1];
+      const Shape w = shape_of("w" + s.name.substr(1));
+      if (w.rank == 2) fan_in = w[1], fan_out = w[0];
     }
-    ids.push_back(store.declare(prefix + s.name, s.shape, init_for(s.name), fan_in));
+    InitScheme init = init_for(s.name);
+    if (tgn_init) {
+      const bool qkv = s.name == "w_q" || s.name == "w_k" || s.name == "w_v";
+      if (qkv) {
+        init = InitScheme::xavier_uniform;
+        if (stacked_qkv) fan_out *= 3;
+      } else if (s.name == "b_q" || s.name == "b_k" || s.name == "b_v") {
+        init = InitScheme::zeros;
+      } else if (s.name == "w_1" || s.name == "w_2") {
+        init = InitScheme::xavier_normal;
+      }
+    }
+    ids.push_back(store.declare(prefix + s.name, s.shape, init, fan_in, fan_out));
   }
   return ids;
 }
 
+// Points the weight struct's members at the store's value and gradient slices; `names`
+// are the layer's parameter_shapes() names, in the order of `ids`.
 template <class Weights>
-void bind_views(const ParameterStore& store, const std::vector<ParamId>& ids, Weights& value,
-                Weights& grad) {
-  auto v = value.all();
-  auto g = grad.all();
+void bind_views(const ParameterStore& store, const std::vector<ParamId>& ids,
+                const std::vector<std::string>& names, Weights& value, Weights& grad) {
   for (size_t i = 0; i < ids.size(); ++i) {
-    *v[i] = store.value(ids[i]);
-    *g[i] = store.grad(ids[i]);
+    *value.field(names[i]) = store.value(ids[i]);
+    *grad.field(names[i]) = store.grad(ids[i]);
   }
+}
+
+std::vector<std::string> names_of(const std::vector<AttentionParamShape>& shapes) {
+  std::vector<std::string> names;
+  for (const auto& s : shapes) names.push_back(s.name);
+  return names;
 }
 
 RngKey dropout_key(uint64_t seed, uint32_t epoch, uint32_t stream) {
@@ -56,8 +88,9 @@ void validate(const TgnnConfig& c) {
     if (c.layers < 1 || c.layers > kMaxHops)
       DB_THROW(config, "gnn.layer: {} attention layers; 1 to {} are supported", c.layers, kMaxHops);
     if (c.neighbours < 1) DB_THROW(config, "sampling.neighbor: needs at least 1 neighbour");
-    if (c.d_emb % c.heads != 0)
+    if (c.attention_style == AttentionStyle::tgl && c.d_emb % c.heads != 0)
       DB_THROW(config, "gnn.dim_out {} is not divisible by gnn.att_head {}", c.d_emb, c.heads);
+    if (c.heads < 1) DB_THROW(config, "gnn.att_head: needs at least 1 head, got {}", c.heads);
   } else if (c.memory == MemoryKind::none) {
     DB_THROW(config,
              "memory.type: none needs gnn.arch: transformer_attention (the identity "
@@ -92,6 +125,7 @@ Tgnn::Tgnn(ParameterStore& store, const TgnnConfig& cfg) : store_(&store), cfg_(
     a.dropout = cfg_.dropout;
     apan_ = std::make_unique<ApanMemoryUpdater>(a);
     apan_params_.ids = declare_shapes(store, "memory_updater.", apan_->parameter_shapes());
+    apan_params_.names = names_of(apan_->parameter_shapes());
   }
   if (cfg_.embedding == EmbeddingKind::attention) {
     for (int i = 0; i < cfg_.layers; ++i) {
@@ -102,10 +136,13 @@ Tgnn::Tgnn(ParameterStore& store, const TgnnConfig& cfg) : store_(&store), cfg_(
       a.d_out = cfg_.d_emb;
       a.heads = cfg_.heads;
       a.dropout = cfg_.dropout;
+      a.style = cfg_.attention_style;
       attention_.emplace_back(a);
       AttentionParams p;
       p.ids = declare_shapes(store, "layer" + std::to_string(i) + ".",
-                             attention_.back().parameter_shapes());
+                             attention_.back().parameter_shapes(),
+                             cfg_.attention_style == AttentionStyle::tgn);
+      p.names = names_of(attention_.back().parameter_shapes());
       attention_params_.push_back(std::move(p));
     }
   } else if (cfg_.embedding == EmbeddingKind::jodie) {
@@ -116,8 +153,10 @@ Tgnn::Tgnn(ParameterStore& store, const TgnnConfig& cfg) : store_(&store), cfg_(
 
 void Tgnn::bind() {
   DB_ASSERT(store_->finalized(), "Tgnn::bind needs a finalized ParameterStore");
-  if (apan_) bind_views(*store_, apan_params_.ids, apan_params_.value, apan_params_.grad);
-  for (auto& p : attention_params_) bind_views(*store_, p.ids, p.value, p.grad);
+  if (apan_)
+    bind_views(*store_, apan_params_.ids, apan_params_.names, apan_params_.value,
+               apan_params_.grad);
+  for (auto& p : attention_params_) bind_views(*store_, p.ids, p.names, p.value, p.grad);
 }
 
 int64_t Tgnn::hop_roots(int hop) const {
@@ -193,7 +232,9 @@ void Tgnn::update_memory(Arena& arena, const TgnnInputs& in, const NodeState& st
     apan_->forward(step_.apan, step_.updated.rows(0, n), arena, apan_params_.value,
                    step_.memory.rows(0, n), step_.mail.rows(0, n), step_.mail_ts.rows(0, n),
                    in.mem_time.rows(0, n), in.mem_mask.rows(0, n), step_.training,
-                   dropout_key(in.seed, in.epoch, 1), in.first_row);
+                   dropout_key(in.seed, in.epoch, 1),
+                   in.mem_id.defined() ? ops::DropoutRows(in.mem_id.rows(0, n))
+                                       : ops::DropoutRows(in.first_row));
   }
   times_.memory_update += watch.seconds();
 }
@@ -253,7 +294,8 @@ void Tgnn::embed(Arena& arena, const TgnnInputs& in, const Tensor& edge_feat) {
                             h[i][j], h[i][j + 1].reshape(Shape(r, k, width)), step_.edges[j],
                             in.slot_dt[j], in.slot_mask[j], step_.training,
                             dropout_key(in.seed, in.epoch, 2 + i * kMaxHops + j),
-                            in.first_row * row_scale);
+                            in.root_id[j].defined() ? ops::DropoutRows(in.root_id[j])
+                                                    : ops::DropoutRows(in.first_row * row_scale));
       row_scale *= static_cast<uint64_t>(k);
     }
   }

@@ -199,6 +199,47 @@ Tensor BatchPlanner::stage_times(Arena& arena, const std::vector<double>& host,
   return stage_raw(arena, scratch.data(), shape);
 }
 
+namespace {
+// splitmix64's finaliser: spreads (node, time) over the 64-bit Philox counter space.
+uint64_t mix64(uint64_t z) {
+  z += 0x9e3779b97f4a7c15ULL;
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+  return z ^ (z >> 31);
+}
+}  // namespace
+
+// Dropout counters that depend on what a row is, never on where it sits in the batch, so
+// a rank's slice draws the masks the whole batch would: hop-0 roots use their (event,
+// role) key, a hop-l root its parent's key * k + slot (the uniform sampler's keys), and
+// a memory row a hash of its (node, time).
+void BatchPlanner::stage_dropout_ids(Arena& arena, model::TgnnInputs& in) {
+  for (int32_t l = 0; l < cfg_.hops; ++l) {
+    auto& ids = drop_id_[static_cast<size_t>(l)];
+    if (l == 0) {
+      ids.assign(root_key_.begin(), root_key_.end());
+    } else {
+      const auto& parent = drop_id_[static_cast<size_t>(l - 1)];
+      const int64_t k = blocks_.hop(l - 1).k;
+      ids.resize(parent.size() * static_cast<size_t>(k));
+      for (size_t q = 0; q < ids.size(); ++q)
+        ids[q] = parent[q / static_cast<size_t>(k)] * k +
+                 static_cast<int64_t>(q % static_cast<size_t>(k));
+    }
+    in.root_id[l] = stage_raw(arena, ids.data(), Shape(static_cast<int64_t>(ids.size())));
+  }
+  if (!cfg_.mail_mask) return;  // only the APAN updater drops memory rows
+  mem_drop_id_.resize(mem_node_.size());
+  for (size_t r = 0; r < mem_node_.size(); ++r) {
+    uint64_t bits = 0;
+    std::memcpy(&bits, &mem_time_[r], sizeof bits);
+    mem_drop_id_[r] =
+        static_cast<int64_t>(mix64(static_cast<uint64_t>(mem_node_[r]) ^ mix64(bits)));
+  }
+  in.mem_id =
+      stage_raw(arena, mem_drop_id_.data(), Shape(static_cast<int64_t>(mem_drop_id_.size())));
+}
+
 model::TgnnInputs BatchPlanner::stage(Arena& arena) {
   model::TgnnInputs in;
   in.events = batch_;
@@ -212,6 +253,7 @@ model::TgnnInputs BatchPlanner::stage(Arena& arena) {
     in.mem_mask =
         stage_raw(arena, mem_mask_.data(), Shape(u, static_cast<int64_t>(mem_mask_.size()) / u));
   in.root_row = stage_raw(arena, root_row_.data(), Shape(roots()));
+  stage_dropout_ids(arena, in);
   for (int32_t l = 0; l < cfg_.hops; ++l) {
     const graph::Block& blk = blocks_.hop(l);
     const Shape grid(blk.num_roots, blk.k);

@@ -26,6 +26,7 @@ struct ModelCase {
   model::EmbeddingKind embedding;
   int mailbox;
   bool deliver;
+  model::AttentionStyle style = model::AttentionStyle::tgl;
 };
 
 train::TrainerConfig config_for(const ModelCase& c, Device device) {
@@ -33,6 +34,7 @@ train::TrainerConfig config_for(const ModelCase& c, Device device) {
   t.model.memory = c.memory;
   t.model.embedding = c.embedding;
   t.model.mailbox = c.mailbox;
+  t.model.attention_style = c.style;
   t.model.d_mem = t.model.d_emb = 32;
   t.model.d_mem_time = t.model.d_gnn_time = 16;
   t.model.dropout = 0.1;
@@ -53,6 +55,8 @@ TEST_F(GpuTrainer, CudaReproducesTheCpuLossTrace) {
   const data::ChronoSplit split = data::make_split(stream, split_spec);
   const ModelCase cases[] = {
       {"tgn", model::MemoryKind::gru, model::EmbeddingKind::attention, 1, false},
+      {"tgn_authors_attention", model::MemoryKind::gru, model::EmbeddingKind::attention, 1, false,
+       model::AttentionStyle::tgn},
       {"jodie", model::MemoryKind::rnn, model::EmbeddingKind::jodie, 1, false},
       {"apan", model::MemoryKind::transformer, model::EmbeddingKind::identity, 4, true},
   };

@@ -120,36 +120,51 @@ TEST(TrainWikiPrefix, SplitIsTgnProtocol) {
 // The floors: test per-batch mean AP (what TGN, TGL and PyG print) after kEpochs epochs,
 // a few points under the value measured on 2 cores (Release, CPU). Chance is 0.5.
 
+// TGN and the memory-less model, each trained once and shared by the tests below.
+const std::pair<EvalResult, EvalResult>& tgn_result() {
+  static const auto result = train_and_test("tgn", tgn());
+  return result;
+}
+const std::pair<EvalResult, EvalResult>& no_memory_result() {
+  static const auto result = train_and_test("no-memory", tgn_without_memory());
+  return result;
+}
+
 TEST(TrainWikiPrefix, TgnLearns) {
-  auto [test, test_new] = train_and_test("tgn", tgn());
-  EXPECT_GT(test.batch_mean.ap, 0.88);      // measured 0.9181
-  EXPECT_GT(test_new.batch_mean.ap, 0.87);  // measured 0.9189 (new-node test)
+  const auto& [test, test_new] = tgn_result();
+  EXPECT_GT(test.batch_mean.ap, 0.90);      // measured 0.9287
+  EXPECT_GT(test_new.batch_mean.ap, 0.89);  // measured 0.9251 (new-node test)
 }
 
 TEST(TrainWikiPrefix, JodieLearns) {
   // JODIE learns slowly at TGL's learning rate on this featureless stream.
   auto [test, test_new] = train_and_test("jodie", jodie(), kJodieEpochs);
-  EXPECT_GT(test.batch_mean.ap, 0.60);  // measured 0.6967
+  EXPECT_GT(test.batch_mean.ap, 0.70);  // measured 0.7640
 }
 
 TEST(TrainWikiPrefix, ApanLearns) {
   auto [test, test_new] = train_and_test("apan", apan());
-  EXPECT_GT(test.batch_mean.ap, 0.63);  // measured 0.6868
+  EXPECT_GT(test.batch_mean.ap, 0.68);  // measured 0.7386
 }
 
-TEST(TrainWikiPrefix, NoMemoryLearns) {  // the TGAT-style path
-  auto [test, test_new] = train_and_test("no-memory", tgn_without_memory());
-  EXPECT_GT(test.batch_mean.ap, 0.89);  // measured 0.9259
+TEST(TrainWikiPrefix, NoMemoryLearns) {                     // the TGAT-style path
+  EXPECT_GT(no_memory_result().first.batch_mean.ap, 0.88);  // measured 0.9134
 }
 
-// TGN's memory against the same model without it, on the whole stream (TGN's default run,
-// 3 epochs). On short prefixes it does not pay off on this featureless WIKI copy (test
-// per-batch AP on the first 30,000 events after 2 epochs: 0.9181 with memory, 0.9259
-// without; on 100,000 events 0.9073 and 0.9131): the attention over the 10 most recent
-// neighbours already captures recency, and the memory, which starts from zero vectors with
-// no features to carry, needs more of the stream to add the pairing information. On the
-// whole stream it does: measured 0.9171 with memory, 0.9080 without (+0.009). The margin
-// asserted leaves room for other CPUs' rounding.
+// Memory matters: 88% of WIKI's events repeat a pair, so the attention over the 10 most
+// recent neighbours alone scores about 0.91; the memory must add to that. Measured on the
+// prefix: 0.9287 with memory, 0.9134 without (+0.015). (With TGL's attention layer and
+// dropout 0.2, as before gnn.arch tgn_attention, the memory did not pay off on this prefix:
+// 0.9181 against 0.9259.) The margin asserted leaves room for other CPUs' rounding.
+TEST(TrainWikiPrefix, TgnMemoryBeatsNoMemory) {
+  const double with = tgn_result().first.batch_mean.ap;
+  const double without = no_memory_result().first.batch_mean.ap;
+  EXPECT_GT(with - without, 0.005) << "with memory " << with << ", without " << without;
+}
+
+// The shipped default run (configs/tgn-wiki.yaml: 3 epochs of the whole stream, the best
+// epoch by validation) and its memory-less control. Measured: test per-batch AP 0.9282 with
+// memory, 0.9102 without (+0.018); the TGN authors' code reaches 0.931 on this stream.
 TEST(TrainWikiWhole, TgnMemoryBeatsNoMemory) {
   static Prefix whole = [] {
     Prefix p;
@@ -180,7 +195,8 @@ TEST(TrainWikiWhole, TgnMemoryBeatsNoMemory) {
   };
   const double with = run("tgn", tgn());
   const double without = run("no-memory", tgn_without_memory());
-  EXPECT_GT(with - without, 0.003) << "with memory " << with << ", without " << without;
+  EXPECT_GT(with, 0.915);
+  EXPECT_GT(with - without, 0.008) << "with memory " << with << ", without " << without;
 }
 
 }  // namespace

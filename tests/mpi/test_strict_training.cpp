@@ -2,9 +2,9 @@
 // fixed prefix of the shipped WIKI stream must follow the 1-rank trainer with the same global
 // batch step by step (loss trace, validation AP, and every rank's node state afterwards), for
 // TGN, for APAN (mailbox 3, mails delivered to neighbours) and for a global batch that does
-// not divide evenly among the ranks. Dropout is 0: its masks are keyed by the row index
-// within a slice, so with dropout the P-rank run is only statistically equivalent
-// (docs/dist.md). Each rank also runs the 1-rank reference itself, with a local
+// not divide evenly among the ranks, and with dropout and uniform neighbour sampling (every
+// draw is keyed by the root's (event, role) or the memory row's (node, time), never by its
+// place in a rank's slice). Each rank also runs the 1-rank reference itself, with a local
 // communicator.
 #include <gtest/gtest.h>
 
@@ -219,6 +219,26 @@ TEST(StrictTraining, TinyBatchLeavesSomeRanksEmpty) {
   TrainerConfig c = f64(apan(3));
   c.max_batches = 8;
   expect_strict_matches_one_rank("apan-b3", c);
+}
+
+// Dropout in the attention layer (both styles) and uniform sampling: the masks and draws of
+// a root follow it into whichever rank's slice holds its event.
+TEST(StrictTraining, DropoutAndUniformSamplingMatchOneRank) {
+  TrainerConfig c = f64(tgn(200));
+  c.model.dropout = 0.2;
+  c.uniform_sampling = true;
+  c.max_batches = 5;
+  expect_strict_matches_one_rank("tgn-dropout", c);
+  c.model.attention_style = model::AttentionStyle::tgn;
+  expect_strict_matches_one_rank("tgn-authors-dropout", c);
+}
+
+// APAN drops out memory rows (deduplicated (node, time) pairs; each rank has its own set).
+TEST(StrictTraining, ApanDropoutMatchesOneRank) {
+  TrainerConfig c = f64(apan(200));
+  c.model.dropout = 0.2;
+  c.max_batches = 5;
+  expect_strict_matches_one_rank("apan-dropout", c);
 }
 
 TEST(StrictTraining, F32ShortHorizon) {

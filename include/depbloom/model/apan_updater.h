@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string_view>
 #include <type_traits>
 #include <vector>
 
@@ -36,8 +37,9 @@ struct ApanUpdaterWeights {
   Tensor ln_gamma, ln_beta;  // [d_mem]
   Tensor w_o, b_o;           // [d_mem, d_mem], [d_mem]
 
-  // Pointers to the members in parameter_shapes() order.
-  std::vector<Tensor*> all();
+  // The member a parameter_shapes() name stands for; nullptr for an unknown name.
+  Tensor* field(std::string_view name);
+  const Tensor* field(std::string_view name) const;
 };
 
 // Arena tensors plus views of the forward's inputs (kept alive by the caller until
@@ -81,7 +83,7 @@ class ApanMemoryUpdater {
                const Tensor& t,        // [B] the update time of each node
                const Tensor& mask,     // [B, S] u8, 1 = slot holds a mail
                bool training = false, const RngKey& dropout_key = {},
-               uint64_t first_row = 0) const;  // global row of node 0 (dropout stream)
+               const ops::DropoutRows& rows = {}) const;  // dropout counters of the rows
 
   // Parameter gradients ACCUMULATE into `grads`; d_memory and d_mail OVERWRITE (pass
   // Tensor{} for d_mail when the mails need no gradient).

@@ -19,6 +19,8 @@ enum class InitScheme {
   ones,
   uniform_fan_in,    // U(-1/sqrt(fan_in), 1/sqrt(fan_in)), torch.nn.Linear's default
   time_frequencies,  // 1 / 10^linspace(0, 9, numel), TGN's time-encoding frequencies
+  xavier_uniform,    // U(-b, b), b = sqrt(6 / (fan_in + fan_out)): torch's MultiheadAttention
+  xavier_normal,     // N(0, 2 / (fan_in + fan_out)): the TGN authors' MergeLayer
 };
 
 // Handle returned by declare(); stays valid across finalize() (which reorders the layout).
@@ -31,8 +33,9 @@ struct ParameterEntry {
   std::string name;
   Shape shape;
   InitScheme init = InitScheme::zeros;
-  int64_t fan_in = 0;  // for uniform_fan_in
-  int64_t offset = 0;  // element offset in the flat buffers, set by finalize()
+  int64_t fan_in = 0;   // for uniform_fan_in and the xavier schemes
+  int64_t fan_out = 0;  // for the xavier schemes
+  int64_t offset = 0;   // element offset in the flat buffers, set by finalize()
 };
 
 class ParameterStore {
@@ -41,7 +44,8 @@ class ParameterStore {
   explicit ParameterStore(DType dtype = DType::f32, Device device = Device::cpu());
 
   // Adds a parameter to the size table; names must be unique. Only before finalize().
-  ParamId declare(const std::string& name, Shape shape, InitScheme init, int64_t fan_in = 0);
+  ParamId declare(const std::string& name, Shape shape, InitScheme init, int64_t fan_in = 0,
+                  int64_t fan_out = 0);
   // Sorts the table by name, assigns offsets and allocates the four flat buffers
   // (values uninitialised until initialize(), gradients and moments zero).
   void finalize();

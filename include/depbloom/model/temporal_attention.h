@@ -5,9 +5,11 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <type_traits>
 #include <vector>
 
+#include "depbloom/backend/ops.h"  // DropoutRows
 #include "depbloom/core/arena.h"
 #include "depbloom/core/philox.h"
 #include "depbloom/core/tensor.h"
@@ -21,6 +23,17 @@ struct AttentionParamShape {
   Shape shape;
 };
 
+// tgl: TGL's TransfomerAttentionLayer. Q/K/V of width d_out, scores leaky_relu(<q, k>),
+//   out = LayerNorm(relu(dropout([attention || h_root] W_o^T + b_o))).
+// tgn: the TGN authors' TemporalAttentionLayer (torch MultiheadAttention plus MergeLayer).
+//   Q/K/V of width d_att = d_in + d_time (rounded up to a multiple of the heads), scores
+//   <q, k> / sqrt(d_att / heads), the
+//   attention output projected by W_p (MultiheadAttention's out_proj; its bias would only
+//   shift b_1), then out = relu([dropout(attention) W_p^T || h_root] W_1^T + b_1) W_2^T
+//   + b_2 with a hidden width d_in, and no layer norm. The authors drop attention weights;
+//   here the dropout falls on the attention output, which keeps the fused attention op.
+enum class AttentionStyle { tgl, tgn };
+
 struct TemporalAttentionConfig {
   int64_t d_in = 0;    // width of root and neighbour features (memory [+ node features])
   int64_t d_edge = 0;  // width of edge features; 0 when the dataset has none
@@ -28,30 +41,45 @@ struct TemporalAttentionConfig {
   int64_t d_out = 0;   // output width, split evenly across the heads
   int heads = 1;
   // Score = leaky_relu(scale * <q_h, k_jh>, slope). TGL: scale 1, slope 0.2; the
-  // Transformer form is scale 1/sqrt(d_out/heads), slope 1 (identity).
+  // Transformer form is scale 1/sqrt(d_out/heads), slope 1 (identity). The tgn style
+  // always uses the Transformer form (the constructor sets both).
   double scale = 1.0;
   double slope = 0.2;
-  // Drop probability on W_o's output before the ReLU (TGL's `dropout`), training only.
+  // Drop probability, training only: on W_o's output before the ReLU (tgl, TGL's
+  // `dropout`), on the attention output (tgn).
   double dropout = 0.0;
   double ln_eps = 1e-5;
+  AttentionStyle style = AttentionStyle::tgl;
 
   int64_t d_q_in() const { return d_in + d_time; }            // [h_root || te(0)]
   int64_t d_kv_in() const { return d_in + d_edge + d_time; }  // [h_nbr || e || te(dt)]
-  int64_t d_o_in() const { return d_out + d_in; }             // [attn_out || h_root]
+  // Width of Q, K, V and the attention output. tgn: the query's width, rounded up to a
+  // multiple of the heads (torch requires it to divide; rounding keeps odd widths usable,
+  // e.g. the memory-less model's 1-column input plus the time encoding).
+  int64_t d_att() const {
+    if (style == AttentionStyle::tgl) return d_out;
+    return heads > 0 ? (d_q_in() + heads - 1) / heads * heads : d_q_in();
+  }
+  int64_t d_o_in() const { return d_att() + d_in; }  // [attn_out || h_root]
 };
 
 // Views of the layer's parameters (or of their gradients: the same struct, same shapes).
-// Linear weights are PyTorch-style [out, in], used as y = x W^T + b.
+// Linear weights are PyTorch-style [out, in], used as y = x W^T + b. A = d_att().
+// Each style uses a subset (parameter_shapes() names it); the others stay undefined.
 struct TemporalAttentionWeights {
   Tensor time_w, time_b;     // [d_time] time encoding cos(dt * w + b), shared by roots/nbrs
-  Tensor w_q, b_q;           // [d_out, d_in + d_time], [d_out]
-  Tensor w_k, b_k;           // [d_out, d_in + d_edge + d_time], [d_out]
-  Tensor w_v, b_v;           // [d_out, d_in + d_edge + d_time], [d_out]
-  Tensor w_o, b_o;           // [d_out, d_out + d_in], [d_out]
-  Tensor ln_gamma, ln_beta;  // [d_out]
+  Tensor w_q, b_q;           // [A, d_in + d_time], [A]
+  Tensor w_k, b_k;           // [A, d_in + d_edge + d_time], [A]
+  Tensor w_v, b_v;           // [A, d_in + d_edge + d_time], [A]
+  Tensor w_o, b_o;           // tgl: [d_out, d_out + d_in], [d_out]
+  Tensor ln_gamma, ln_beta;  // tgl: [d_out]
+  Tensor w_p;                // tgn: [A, A] the attention output projection
+  Tensor w_1, b_1;           // tgn: [d_in, A + d_in], [d_in]
+  Tensor w_2, b_2;           // tgn: [d_out, d_in], [d_out]
 
-  // Pointers to the members in parameter_shapes() order (for binding and for tests).
-  std::vector<Tensor*> all();
+  // The member a parameter_shapes() name stands for; nullptr for an unknown name.
+  Tensor* field(std::string_view name);
+  const Tensor* field(std::string_view name) const;
 };
 
 // What backward needs: arena tensors (valid until the arena's reset) plus views of the
@@ -62,13 +90,14 @@ struct TemporalAttentionContext {
   bool dropped = false;               // dropout applied (training with p > 0)
   Tensor h_root, h_nbr, e, dt, mask;  // the forward's inputs
   Tensor zero_dt;                     // [R] zeros: the roots' time deltas
-  Tensor q_in, q;                     // [R, d_q_in], [R, d_out]
-  Tensor kv_in, k, v;                 // [R*k, d_kv_in], [R, k, d_out] x2
+  Tensor q_in, q;                     // [R, d_q_in], [R, A]
+  Tensor kv_in, k, v;                 // [R*k, d_kv_in], [R, k, A] x2
   Tensor attn;                        // [R, H, k] attention weights
+  Tensor att;                         // [R, A] attention output (tgn: after dropout)
   Tensor o_in;                        // [R, d_o_in]
-  Tensor keep;                        // [R, d_out] u8 dropout mask (when dropped)
-  Tensor act;                         // [R, d_out] relu output, layer norm input
-  Tensor ln_mean, ln_rstd;            // [R]
+  Tensor keep;                        // u8 dropout mask: tgl [R, d_out], tgn [R, A]
+  Tensor act;                         // relu output: tgl [R, d_out], tgn [R, d_in]
+  Tensor ln_mean, ln_rstd;            // [R] (tgl)
 };
 static_assert(std::is_trivially_destructible_v<TemporalAttentionContext>);
 
@@ -77,10 +106,10 @@ class TemporalAttentionLayer {
   explicit TemporalAttentionLayer(const TemporalAttentionConfig& cfg);
 
   const TemporalAttentionConfig& config() const { return cfg_; }
-  // Parameter names and shapes, in the order of TemporalAttentionWeights::all().
+  // Parameter names and shapes, in the order a ParameterStore lays them out.
   std::vector<AttentionParamShape> parameter_shapes() const;
 
-  // out = LayerNorm(relu(dropout([attention(Q, K, V) || h_root] W_o^T + b_o))) with
+  // out = the style's output map of attention(Q, K, V) and h_root (see AttentionStyle),
   //   Q = [h_root || te(0)] W_q^T + b_q, K/V = [h_nbr || e || te(dt)] W_{k,v}^T + b_{k,v}.
   // A root with no valid slot attends to nothing: its attention output is 0.
   // All float tensors share one dtype and the arena's device.
@@ -94,7 +123,7 @@ class TemporalAttentionLayer {
                const Tensor& dt,      // [R, k] time since the neighbour's event
                const Tensor& mask,    // [R, k] u8, 1 = valid slot
                bool training = false, const RngKey& dropout_key = {},
-               uint64_t first_row = 0) const;  // global row of root 0 (dropout stream)
+               const ops::DropoutRows& rows = {}) const;  // dropout counters of the roots
 
   // Parameter gradients ACCUMULATE into `grads`; dh_root, dh_nbr, de OVERWRITE. Pass a
   // Tensor{} (no data) for dh_nbr or de when that gradient is not wanted.
@@ -108,6 +137,13 @@ class TemporalAttentionLayer {
 
  private:
   void check_weights(const TemporalAttentionWeights& w, const char* what) const;
+  void forward_merge(TemporalAttentionContext& ctx, const Tensor& out, Arena& arena,
+                     const TemporalAttentionWeights& w, const RngKey& dropout_key,
+                     const ops::DropoutRows& rows) const;
+  void backward_merge(const Tensor& d_att, const Tensor& dh_root,
+                      const TemporalAttentionWeights& grads, const Tensor& dout,
+                      const TemporalAttentionContext& ctx, const TemporalAttentionWeights& w,
+                      Arena& arena) const;
   std::vector<AttentionParamShape> shapes_;  // parameter_shapes(), cached
   TemporalAttentionConfig cfg_;
 };

@@ -32,6 +32,9 @@ constexpr int kMaxHops = 4;
 struct TgnnConfig {
   MemoryKind memory = MemoryKind::gru;
   EmbeddingKind embedding = EmbeddingKind::attention;
+  // TGL's attention layer or the TGN authors' (see AttentionStyle); the defaults here are
+  // configs/tgn-wiki.yaml's (the TGN authors' layer, dropout 0.1).
+  AttentionStyle attention_style = AttentionStyle::tgn;
   int64_t d_mem = 100;       // node memory width
   int64_t d_mem_time = 100;  // time encoding of the mail's age in the updater
   int64_t d_edge = 0;        // edge feature width of the stream (0: none)
@@ -53,7 +56,7 @@ struct TgnnConfig {
   // dt / (t + 1); else the TGN authors' standardisation (dt - time_shift) / time_scale,
   // with the mean and standard deviation of the training events' per-node time gaps.
   double time_shift = 0.0, time_scale = 0.0;
-  double dropout = 0.2;
+  double dropout = 0.1;
 
   int64_t d_mail() const { return 2 * d_mem + d_edge; }
   // Width of a node's input to the embedding: its memory, or one zero column without
@@ -84,7 +87,11 @@ struct TgnnInputs {
   std::array<Tensor, kMaxHops> slot_eid;   // [R_l * k] i64 edge feature row, -1 when empty
   std::array<Tensor, kMaxHops> slot_dt;    // [R_l, k] root time - edge time (state dtype)
   std::array<Tensor, kMaxHops> slot_mask;  // [R_l, k] u8
-  uint64_t seed = 0;                       // dropout draws: (seed, epoch, first_row + row)
+  // Dropout counters (i64), when defined: of the hop-l roots [R_l] and of the memory rows
+  // [U] (APAN). Undefined: row r counts from first_row (first_row * k^l at hop l).
+  std::array<Tensor, kMaxHops> root_id;
+  Tensor mem_id;
+  uint64_t seed = 0;  // dropout draws: (seed, epoch, counter)
   uint32_t epoch = 0;
   uint64_t first_row = 0;  // global index of this batch's first root row
 };
@@ -124,10 +131,12 @@ class Tgnn {
  private:
   struct AttentionParams {
     std::vector<ParamId> ids;
+    std::vector<std::string> names;
     TemporalAttentionWeights value, grad;
   };
   struct ApanParams {
     std::vector<ParamId> ids;
+    std::vector<std::string> names;
     ApanUpdaterWeights value, grad;
   };
   // What one forward leaves for its backward: views into the step arena and the layer

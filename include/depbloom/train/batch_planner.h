@@ -6,6 +6,7 @@
 // the ring in event order). Host buffers are reused, so a warm batch allocates nothing.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <utility>
 #include <vector>
@@ -103,6 +104,7 @@ class BatchPlanner {
                                         const Tensor& row_last_update);
   Tensor written_memory(Arena& arena, const Tensor& updated, int64_t d_mem);
   Tensor stage_times(Arena& arena, const std::vector<double>& host, std::vector<float>& scratch);
+  void stage_dropout_ids(Arena& arena, model::TgnnInputs& in);
   template <class T>
   Tensor stage_raw(Arena& arena, const T* host, Shape shape);
 
@@ -120,6 +122,8 @@ class BatchPlanner {
   std::vector<int32_t> root_node_;
   std::vector<double> root_time_;
   std::vector<uint64_t> root_key_;
+  std::array<std::vector<int64_t>, model::kMaxHops> drop_id_;  // per hop: roots' dropout rows
+  std::vector<int64_t> mem_drop_id_;                           // memory rows' dropout rows
   graph::BlockBuffers blocks_;
   // Memory rows.
   std::vector<int32_t> mem_node_;

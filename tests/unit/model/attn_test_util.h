@@ -23,10 +23,9 @@ struct ParamSet {
 
   explicit ParamSet(const std::vector<depbloom::model::AttentionParamShape>& shapes,
                     DType dtype = DType::f64) {
-    auto fields = views.all();
     for (size_t i = 0; i < shapes.size(); ++i) {
       owned.emplace_back(dtype, shapes[i].shape);
-      *fields[i] = owned.back().view();
+      *views.field(shapes[i].name) = owned.back().view();
     }
   }
   // The float32 rounding of a float64 set.

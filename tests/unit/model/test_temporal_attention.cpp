@@ -15,6 +15,7 @@ namespace {
 
 using depbloom::Arena;
 using depbloom::RngKey;
+using depbloom::model::AttentionStyle;
 using depbloom::model::TemporalAttentionConfig;
 using depbloom::model::TemporalAttentionLayer;
 using depbloom::model::TemporalAttentionWeights;
@@ -23,7 +24,8 @@ struct TaCase {
   const char* name;
   int64_t R, K, d_in, d_edge, d_time, d_out;
   int heads;
-  double scale, slope, dropout;
+  double scale, slope, dropout;  // scale and slope as the reference applies them
+  AttentionStyle style = AttentionStyle::tgl;
   std::string label() const { return name; }
 };
 void PrintTo(const TaCase& c, std::ostream* os) {
@@ -36,7 +38,8 @@ class TaFixture {
  public:
   static constexpr double kMargin = 1e-3;
   explicit TaFixture(const TaCase& c)
-      : cfg_{c.d_in, c.d_edge, c.d_time, c.d_out, c.heads, c.scale, c.slope, c.dropout, 1e-5},
+      : cfg_{c.d_in,  c.d_edge, c.d_time,  c.d_out, c.heads,
+             c.scale, c.slope,  c.dropout, 1e-5,    c.style},
         layer(cfg_),
         params(layer.parameter_shapes()),
         grads(layer.parameter_shapes()),
@@ -79,7 +82,8 @@ class TaFixture {
     return project(out.data(), proj);
   }
 
-  // Plain loops. keep [R, d_out] is the dropout mask (nullptr: none, or none applied).
+  // Plain loops. keep is the dropout mask, [R, d_out] (tgl) or [R, d_att] (tgn); nullptr:
+  // none, or none applied.
   std::vector<double> reference(const uint8_t* keep, double* min_relu, double* min_score) {
     const auto& c = cfg_;
     const TemporalAttentionWeights& w = params.views;
@@ -88,17 +92,33 @@ class TaFixture {
     for (int64_t r = 0; r < R; ++r) {
       std::vector<double> q_in(h_root.data() + r * c.d_in, h_root.data() + (r + 1) * c.d_in);
       append_time_encoding(q_in, 0.0, d(w.time_w), d(w.time_b), c.d_time);
-      auto q = ref_affine(d(w.w_q), d(w.b_q), q_in, c.d_out);
+      const int64_t A = c.d_att();
+      auto q = ref_affine(d(w.w_q), d(w.b_q), q_in, A);
       std::vector<std::vector<double>> ks, vs;
       for (int64_t j = 0; j < K; ++j) {
         const int64_t s = r * K + j;
         std::vector<double> x(h_nbr.data() + s * c.d_in, h_nbr.data() + (s + 1) * c.d_in);
         x.insert(x.end(), e.data() + s * c.d_edge, e.data() + (s + 1) * c.d_edge);
         append_time_encoding(x, dt[s], d(w.time_w), d(w.time_b), c.d_time);
-        ks.push_back(ref_affine(d(w.w_k), d(w.b_k), x, c.d_out));
-        vs.push_back(ref_affine(d(w.w_v), d(w.b_v), x, c.d_out));
+        ks.push_back(ref_affine(d(w.w_k), d(w.b_k), x, A));
+        vs.push_back(ref_affine(d(w.w_v), d(w.b_v), x, A));
       }
       auto o_in = ref_attention(q, ks, vs, &mask[r * K], c.heads, c.scale, c.slope, min_score);
+      if (c.style == AttentionStyle::tgn) {  // dropout, W_p without bias, merge MLP
+        for (int64_t i = 0; keep != nullptr && i < A; ++i)
+          o_in[i] = keep[r * A + i] ? o_in[i] / (1.0 - c.dropout) : 0.0;
+        const std::vector<double> no_bias(static_cast<size_t>(A), 0.0);
+        auto m_in = ref_affine(d(w.w_p), no_bias.data(), o_in, A);
+        m_in.insert(m_in.end(), h_root.data() + r * c.d_in, h_root.data() + (r + 1) * c.d_in);
+        auto hidden = ref_affine(d(w.w_1), d(w.b_1), m_in, c.d_in);
+        for (double& v : hidden) {
+          *min_relu = std::min(*min_relu, std::fabs(v));
+          v = std::max(v, 0.0);
+        }
+        auto y = ref_affine(d(w.w_2), d(w.b_2), hidden, c.d_out);
+        out.insert(out.end(), y.begin(), y.end());
+        continue;
+      }
       o_in.insert(o_in.end(), h_root.data() + r * c.d_in, h_root.data() + (r + 1) * c.d_in);
       auto z = ref_affine(d(w.w_o), d(w.b_o), o_in, c.d_out);
       for (int64_t i = 0; i < c.d_out; ++i) {
@@ -253,13 +273,36 @@ TEST(TemporalAttentionNoEdges, EmptyEdgeTensorMatchesZeroWidth) {
 constexpr double kInvSqrt2 = 0.70710678118654752;
 // Output widths stay >= 4: a layer norm over 2 features is degenerate (outputs +-1) and
 // ill-conditioned, which would only measure float32 rounding.
-INSTANTIATE_TEST_SUITE_P(Cases, TemporalAttentionTest,
-                         testing::Values(TaCase{"tgl_2heads", 5, 4, 3, 2, 3, 4, 2, 1.0, 0.2, 0.0},
-                                         TaCase{"scaled_dot_no_edge", 4, 3, 4, 0, 2, 6, 3,
-                                                kInvSqrt2, 1.0, 0.0},
-                                         TaCase{"one_slot", 3, 1, 2, 1, 2, 4, 1, 1.0, 0.2, 0.0},
-                                         TaCase{"dropout", 5, 4, 3, 2, 3, 4, 2, 1.0, 0.2, 0.3}),
-                         CaseName());
+INSTANTIATE_TEST_SUITE_P(
+    Cases, TemporalAttentionTest,
+    testing::Values(TaCase{"tgl_2heads", 5, 4, 3, 2, 3, 4, 2, 1.0, 0.2, 0.0},
+                    TaCase{"scaled_dot_no_edge", 4, 3, 4, 0, 2, 6, 3, kInvSqrt2, 1.0, 0.0},
+                    TaCase{"one_slot", 3, 1, 2, 1, 2, 4, 1, 1.0, 0.2, 0.0},
+                    TaCase{"dropout", 5, 4, 3, 2, 3, 4, 2, 1.0, 0.2, 0.3},
+                    // tgn: attention width d_in + d_time, heads of 3 and 2
+                    TaCase{"tgn_2heads", 5, 4, 3, 2, 3, 4, 2, 1 / std::sqrt(3.0), 1.0, 0.0,
+                           AttentionStyle::tgn},
+                    TaCase{"tgn_no_edge", 4, 3, 4, 0, 2, 5, 3, kInvSqrt2, 1.0, 0.0,
+                           AttentionStyle::tgn},
+                    TaCase{"tgn_one_slot", 3, 1, 2, 1, 2, 4, 1, 0.5, 1.0, 0.0, AttentionStyle::tgn},
+                    // d_in + d_time = 5 rounds up to 6 for 2 heads
+                    TaCase{"tgn_rounded_width", 4, 3, 3, 1, 2, 4, 2, 1 / std::sqrt(3.0), 1.0, 0.0,
+                           AttentionStyle::tgn},
+                    TaCase{"tgn_dropout", 5, 4, 3, 2, 3, 4, 2, 1 / std::sqrt(3.0), 1.0, 0.3,
+                           AttentionStyle::tgn}),
+    CaseName());
+
+TEST(TemporalAttentionWidths, TgnStyleAttendsOverTheQueryWidthRoundedToHeads) {
+  TemporalAttentionConfig c{3, 1, 2, 4, 2};
+  EXPECT_EQ(c.d_att(), 4);  // tgl: d_out
+  c.style = AttentionStyle::tgn;
+  EXPECT_EQ(c.d_att(), 6);  // d_in + d_time = 5, rounded up for 2 heads
+  c.heads = 5;
+  EXPECT_EQ(c.d_att(), 5);
+  const TemporalAttentionLayer layer(c);
+  EXPECT_DOUBLE_EQ(layer.config().scale, 1.0);  // 1 / sqrt(5 / 5)
+  EXPECT_DOUBLE_EQ(layer.config().slope, 1.0);
+}
 
 TEST(TemporalAttentionErrors, WrongShapesThrowNamingTheArgument) {
   TaFixture f(TaCase{"tgl", 3, 2, 3, 2, 2, 4, 2, 1.0, 0.2, 0.0});
