@@ -14,7 +14,7 @@
 #   MAX_BATCHES  training batches per epoch, --set run.max_batches=N (default: 0, all)
 #   RANKS        rank counts to run (default: "1 2 4")
 #   DATASETS     config names to run (default: tgn-wiki tgn-synth-reddit)
-#   OUT          the JSON file to write (default: bench-out/strict_scaling.json)
+#   OUT          the JSON file to write (default: benchmarks/results/strict_scaling.json)
 #   RUNS         folder for the run folders (default: runs/strict_scaling-<time>)
 #   EXTRA_SETS   more depbloom-train options, word-split, e.g. "--set data.max_events=20000"
 #   OMP_NUM_THREADS  threads per rank; unset, depbloom-train gives each rank cores / P
@@ -32,35 +32,23 @@ set -euo pipefail
 
 here=$(pwd)
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-absolute() { [[ $1 = /* ]] && echo "$1" || echo "$here/$1"; }
+tag=strict_scaling
+source "$root/benchmarks/bench_common.sh"
 
 BUILD=$(absolute "${BUILD:-build}")
 EPOCHS=${EPOCHS:-1}
 MAX_BATCHES=${MAX_BATCHES:-0}
 RANKS=${RANKS:-1 2 4}
 DATASETS=${DATASETS:-tgn-wiki tgn-synth-reddit}
-OUT=$(absolute "${OUT:-bench-out/strict_scaling.json}")
+OUT=$(absolute "${OUT:-$root/benchmarks/results/strict_scaling.json}")
 RUNS=$(absolute "${RUNS:-$root/runs/strict_scaling-$(date +%Y%m%d-%H%M%S)}")
 EXTRA_SETS=${EXTRA_SETS:-}
 
-train=$BUILD/depbloom-train
-[[ -x $train ]] || { echo "no $train: build first (BUILD=folder)" >&2; exit 2; }
-command -v python3 >/dev/null || { echo "python3 is needed to write the JSON" >&2; exit 2; }
+require_tools
 command -v mpirun >/dev/null || { echo "mpirun is needed for --ranks" >&2; exit 2; }
 cd "$root"
 mkdir -p "$RUNS" "$(dirname "$OUT")"
 
-log() { echo "[strict_scaling] $*" >&2; }
-
-# The synthetic REDDIT-shaped stream (configs/README.md), made once.
-need_synth() {
-  local like=$1 dir=data/synth/$1
-  [[ -e $dir/meta.json ]] && return 0
-  local tool=$BUILD/depbloom-data
-  [[ -x $tool ]] || { log "no $tool to generate $dir"; return 1; }
-  log "generating $dir"
-  "$tool" synth --like "$like" --scale 0.1 --seed 0 -o "$dir"
-}
 
 status=0
 runs=()

@@ -25,7 +25,8 @@ set -euo pipefail
 
 here=$(pwd)
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-absolute() { [[ $1 = /* ]] && echo "$1" || echo "$here/$1"; }
+tag=train_models
+source "$root/benchmarks/bench_common.sh"
 
 BUILD=$(absolute "${BUILD:-build}")
 EPOCHS=${EPOCHS:-3}
@@ -35,23 +36,10 @@ RUNS=$(absolute "${RUNS:-$root/runs/train_models-$(date +%Y%m%d-%H%M%S)}")
 MODELS=${MODELS:-tgn-wiki jodie-wiki apan-wiki tgn-synth-reddit}
 EXTRA_SETS=${EXTRA_SETS:-}
 
-train=$BUILD/depbloom-train
-[[ -x $train ]] || { echo "no $train: build first (BUILD=folder)" >&2; exit 2; }
-command -v python3 >/dev/null || { echo "python3 is needed to write the JSON" >&2; exit 2; }
+require_tools
 cd "$root"
 mkdir -p "$RUNS" "$(dirname "$OUT")"
 
-log() { echo "[train_models] $*" >&2; }
-
-# The synthetic REDDIT-shaped stream (configs/README.md), made once.
-need_synth() {
-  local like=$1 dir=data/synth/$1
-  [[ -e $dir/meta.json ]] && return 0
-  local tool=$BUILD/depbloom-data
-  [[ -x $tool ]] || { log "no $tool to generate $dir"; return 1; }
-  log "generating $dir"
-  "$tool" synth --like "$like" --scale 0.1 --seed 0 -o "$dir"
-}
 
 status=0
 runs=()
