@@ -77,31 +77,19 @@ for dataset in $DATASETS; do
   done
 done
 
-python3 - "$OUT" "$EPOCHS" "$MAX_BATCHES" "$EXTRA_SETS" "${runs[@]}" <<'EOF'
-import datetime, json, os, re, subprocess, sys
+PYTHONPATH="$root/benchmarks" python3 - "$OUT" "$EPOCHS" "$MAX_BATCHES" "$EXTRA_SETS" "${runs[@]}" <<'EOF'
+import datetime, os, sys
+from bench_metrics import commit, run_device, run_metrics, write_json
 
 out, epochs, max_batches, extra = sys.argv[1:5]
 KINDS = ("all_reduce", "all_gather", "all_gather_v", "broadcast", "barrier")
 
-def commit():
-    try:
-        return subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True,
-                              check=True).stdout.strip()
-    except Exception:
-        return None
-
 def summarise(dataset, ranks, run, rc):
     entry = {"ranks": ranks, "run_dir": run, "exit_code": rc}
-    log = os.path.join(run, "train.log")
-    if os.path.exists(log):
-        m = re.search(r"depbloom-train: device (\S+), (\d+) CPU threads", open(log, errors="replace").read())
-        if m:
-            entry["device"], entry["cpu_threads_per_rank"] = m.group(1).rstrip(","), int(m.group(2))
-    path = os.path.join(run, "metrics.jsonl")
-    if not os.path.exists(path):
-        return entry
-    lines = [json.loads(l) for l in open(path) if l.strip()]
-    ep = [l for l in lines if "epoch" in l and l.get("split") != "test"]
+    device = run_device(run)
+    if device:
+        entry["device"], entry["cpu_threads_per_rank"] = device
+    ep, _ = run_metrics(run)
     if not ep:
         return entry
     n = len(ep)
@@ -157,11 +145,6 @@ result = {
     "omp_num_threads": os.environ.get("OMP_NUM_THREADS"),
     "datasets": results,
 }
-tmp = out + ".tmp"
-with open(tmp, "w") as f:
-    json.dump(result, f, indent=2)
-    f.write("\n")
-os.replace(tmp, out)
-print(f"[strict_scaling] wrote {out}", file=sys.stderr)
+write_json(out, result, "strict_scaling")
 EOF
 exit $status

@@ -64,17 +64,11 @@ for model in $MODELS; do
   runs+=("$model=$run=$rc")
 done
 
-python3 - "$OUT" "$EPOCHS" "$DEVICE" "$EXTRA_SETS" "${runs[@]}" <<'EOF'
-import datetime, json, os, re, subprocess, sys
+PYTHONPATH="$root/benchmarks" python3 - "$OUT" "$EPOCHS" "$DEVICE" "$EXTRA_SETS" "${runs[@]}" <<'EOF'
+import datetime, os, sys
+from bench_metrics import commit, run_device, run_metrics, write_json
 
 out, epochs, device, extra = sys.argv[1:5]
-
-def commit():
-    try:
-        return subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True,
-                              check=True).stdout.strip()
-    except Exception:
-        return None
 
 def split_metrics(r):
     if not r:
@@ -83,18 +77,10 @@ def split_metrics(r):
 
 def summarise(model, run, rc):
     entry = {"config": f"configs/{model}.yaml", "run_dir": run, "exit_code": rc}
-    log = os.path.join(run, "train.log")
-    if os.path.exists(log):
-        text = open(log, errors="replace").read()
-        m = re.search(r"depbloom-train: device (\S+), (\d+) CPU threads", text)
-        if m:
-            entry["device"], entry["cpu_threads"] = m.group(1).rstrip(","), int(m.group(2))
-    path = os.path.join(run, "metrics.jsonl")
-    if not os.path.exists(path):
-        return entry
-    lines = [json.loads(l) for l in open(path) if l.strip()]
-    ep = [l for l in lines if "epoch" in l and l.get("split") != "test"]
-    tests = [l for l in lines if l.get("split") == "test"]
+    device = run_device(run)
+    if device:
+        entry["device"], entry["cpu_threads"] = device
+    ep, tests = run_metrics(run)
     if ep:
         train_s = sum(l["train_seconds"] for l in ep)
         eval_s = sum(l.get("eval_seconds", 0.0) for l in ep)
@@ -131,11 +117,6 @@ result = {
     "cpu_count": os.cpu_count(),
     "models": models,
 }
-tmp = out + ".tmp"
-with open(tmp, "w") as f:
-    json.dump(result, f, indent=2)
-    f.write("\n")
-os.replace(tmp, out)
-print(f"[train_models] wrote {out}", file=sys.stderr)
+write_json(out, result, "train_models")
 EOF
 exit $status
