@@ -159,6 +159,15 @@ void Tgnn::bind() {
   for (auto& p : attention_params_) bind_views(*store_, p.ids, p.names, p.value, p.grad);
 }
 
+ops::DropoutRows Tgnn::dropout_rows(const Tensor& ids, int64_t begin, int64_t end) const {
+  if (!step_.training || cfg_.dropout == 0.0) return {};  // no mask is drawn
+  DB_ASSERT(ids.defined() && ids.numel() >= end,
+            "tgnn: dropout needs an id per row (TgnnInputs root_id / mem_id), got {} for rows "
+            "[{}, {})",
+            ids.str(), begin, end);
+  return ops::DropoutRows(ids.rows(begin, end));
+}
+
 int64_t Tgnn::hop_roots(int hop) const {
   int64_t r = step_.roots;
   for (int j = 0; j < hop; ++j) r *= cfg_.neighbours;
@@ -232,9 +241,7 @@ void Tgnn::update_memory(Arena& arena, const TgnnInputs& in, const NodeState& st
     apan_->forward(step_.apan, step_.updated.rows(0, n), arena, apan_params_.value,
                    step_.memory.rows(0, n), step_.mail.rows(0, n), step_.mail_ts.rows(0, n),
                    in.mem_time.rows(0, n), in.mem_mask.rows(0, n), step_.training,
-                   dropout_key(in.seed, in.epoch, 1),
-                   in.mem_id.defined() ? ops::DropoutRows(in.mem_id.rows(0, n))
-                                       : ops::DropoutRows(in.first_row));
+                   dropout_key(in.seed, in.epoch, 1), dropout_rows(in.mem_id, 0, n));
   }
   times_.memory_update += watch.seconds();
 }
@@ -283,10 +290,8 @@ void Tgnn::embed(Arena& arena, const TgnnInputs& in, const Tensor& edge_feat) {
     ops::gather_rows(e, edge_feat, in.slot_eid[l]);
     step_.edges[l] = e.reshape(Shape(hop_roots(l), k, cfg_.d_edge));
   }
-  uint64_t row_scale = 1;
   for (int i = 0; i < layers; ++i) {
     const int64_t width = i == 0 ? d_in : cfg_.d_emb;
-    row_scale = 1;
     for (int j = 0; j < layers - i; ++j) {
       const int64_t r = hop_roots(j);
       h[i + 1][j] = arena.alloc(dtype, Shape(r, cfg_.d_emb));
@@ -294,9 +299,7 @@ void Tgnn::embed(Arena& arena, const TgnnInputs& in, const Tensor& edge_feat) {
                             h[i][j], h[i][j + 1].reshape(Shape(r, k, width)), step_.edges[j],
                             in.slot_dt[j], in.slot_mask[j], step_.training,
                             dropout_key(in.seed, in.epoch, 2 + i * kMaxHops + j),
-                            in.root_id[j].defined() ? ops::DropoutRows(in.root_id[j])
-                                                    : ops::DropoutRows(in.first_row * row_scale));
-      row_scale *= static_cast<uint64_t>(k);
+                            dropout_rows(in.root_id[j], 0, r));
     }
   }
   step_.emb = h[layers][0];

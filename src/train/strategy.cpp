@@ -12,25 +12,21 @@
 
 namespace depbloom::train {
 
-Slice contiguous_slice(const int64_t* events, int64_t count, uint64_t first_row, int rank,
-                       int ranks) {
+Slice contiguous_slice(const int64_t* events, int64_t count, int rank, int ranks) {
   DB_ASSERT(ranks >= 1 && rank >= 0 && rank < ranks && count >= 0, "slice {} of {} ranks", rank,
             ranks);
   const int64_t lo = rank * count / ranks, hi = (rank + 1) * count / ranks;
   Slice s;
   s.events = events + lo;
   s.count = hi - lo;
-  // Dropout masks are keyed by row: the slice keeps the rows its events have in the batch.
-  s.first_row = first_row + 3 * static_cast<uint64_t>(lo);
   s.loss_share = count > 0 ? static_cast<double>(s.count) / static_cast<double>(count) : 0.0;
   return s;
 }
 
-Slice SingleDeviceStrategy::slice(const int64_t* events, int64_t count, uint64_t first_row) const {
+Slice SingleDeviceStrategy::slice(const int64_t* events, int64_t count) const {
   Slice s;
   s.events = events;
   s.count = count;
-  s.first_row = first_row;
   s.loss_share = 1.0;  // exact: the step's loss gradient stays TGL's 2.0
   return s;
 }
@@ -46,8 +42,8 @@ void StrictStrategy::sync_parameters(model::ParameterStore& store) {
   comm_.broadcast(store.values(), 0);
 }
 
-Slice StrictStrategy::slice(const int64_t* events, int64_t count, uint64_t first_row) const {
-  return contiguous_slice(events, count, first_row, comm_.rank(), comm_.size());
+Slice StrictStrategy::slice(const int64_t* events, int64_t count) const {
+  return contiguous_slice(events, count, comm_.rank(), comm_.size());
 }
 
 void StrictStrategy::reduce_gradients(model::ParameterStore& store) {

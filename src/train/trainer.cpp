@@ -7,7 +7,7 @@
 #include "depbloom/backend/ops.h"
 #include "depbloom/backend/runtime.h"
 #include "depbloom/core/timer.h"
-#include "depbloom/model/dropout.h"
+#include "depbloom/model/dropout.h"  // bce_loss_forward, bce_loss_backward
 
 namespace depbloom::train {
 namespace {
@@ -120,13 +120,12 @@ Trainer::Trainer(const data::EventStream& stream, const data::ChronoSplit& split
 
 Trainer::~Trainer() = default;
 
-double Trainer::step_loss(const int64_t* events, int64_t count, int epoch, uint64_t first_row,
-                          bool with_gradients) {
-  return forward_backward(events, count, epoch, first_row, with_gradients, 2.0);
+double Trainer::step_loss(const int64_t* events, int64_t count, int epoch, bool with_gradients) {
+  return forward_backward(events, count, epoch, with_gradients, 2.0);
 }
 
 double Trainer::forward_backward(const int64_t* events, int64_t count, int epoch,
-                                 uint64_t first_row, bool with_gradients, double dloss) {
+                                 bool with_gradients, double dloss) {
   DB_ASSERT(count > 0 && count <= cfg_.batch_size, "train step of {} events (batch size {})", count,
             cfg_.batch_size);
   const auto ep = static_cast<uint32_t>(epoch);
@@ -140,7 +139,6 @@ double Trainer::forward_backward(const int64_t* events, int64_t count, int epoch
   memory_rows_ += planner_->memory_rows();
   in.seed = cfg_.seed;
   in.epoch = ep;
-  in.first_row = first_row;
   stages_.sample += watch.seconds();
 
   watch.restart();
@@ -182,15 +180,14 @@ double Trainer::forward_backward(const int64_t* events, int64_t count, int epoch
   return host_loss;
 }
 
-double Trainer::train_step(const int64_t* events, int64_t count, int epoch, uint64_t first_row) {
+double Trainer::train_step(const int64_t* events, int64_t count, int epoch) {
   DB_ASSERT(count > 0 && count <= cfg_.batch_size, "train step of {} events (batch size {})", count,
             cfg_.batch_size);
-  const Slice mine = strategy_->slice(events, count, first_row);
+  const Slice mine = strategy_->slice(events, count);
   double local_loss = 0;
   if (mine.count > 0) {
     // The gradient of this rank's share of the global mean (the whole of it on one device).
-    local_loss = forward_backward(mine.events, mine.count, epoch, mine.first_row, true,
-                                  2.0 * mine.loss_share);
+    local_loss = forward_backward(mine.events, mine.count, epoch, true, 2.0 * mine.loss_share);
   } else {  // an empty slice still takes part in the reduction, with zero gradients
     arena_.reset();
     store_->zero_grad();
@@ -248,7 +245,7 @@ EpochResult Trainer::run_epoch(int epoch, const ProgressFn& progress) {
     const int64_t begin = b * cfg_.batch_size;
     const int64_t count = std::min(cfg_.batch_size, total - begin);
     batch_index_ = b + 1;
-    loss_sum += train_step(train.data() + begin, count, epoch, static_cast<uint64_t>(begin) * 3);
+    loss_sum += train_step(train.data() + begin, count, epoch);
     r.events += count;
     if (progress) progress(b + 1, batches, loss_sum / static_cast<double>(b + 1));
   }

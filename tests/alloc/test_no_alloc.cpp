@@ -402,11 +402,11 @@ TEST_P(WarmTrainStep, AllocatesNothing) {
   const int64_t* batch = split.train.data() + 64;
   // (Three steps also leave the loss trace with room for a fourth value: libstdc++ grows
   // its capacity 1, 2, 4; a fifth step would reallocate it.)
-  for (int i = 0; i < 3; ++i) trainer.train_step(batch, cfg.batch_size, 1, 64 * 3);
+  for (int i = 0; i < 3; ++i) trainer.train_step(batch, cfg.batch_size, 1);
   const int64_t arena_chunks = trainer.arena().system_allocations();
   g_allocations = 0;
   g_counting = true;
-  const double loss = trainer.train_step(batch, cfg.batch_size, 1, 64 * 3);
+  const double loss = trainer.train_step(batch, cfg.batch_size, 1);
   g_counting = false;
   EXPECT_TRUE(loss > 0.0) << loss;
   EXPECT_EQ(g_allocations.load(), 0) << "heap allocations in a warm train_step";

@@ -87,13 +87,12 @@ struct TgnnInputs {
   std::array<Tensor, kMaxHops> slot_eid;   // [R_l * k] i64 edge feature row, -1 when empty
   std::array<Tensor, kMaxHops> slot_dt;    // [R_l, k] root time - edge time (state dtype)
   std::array<Tensor, kMaxHops> slot_mask;  // [R_l, k] u8
-  // Dropout counters (i64), when defined: of the hop-l roots [R_l] and of the memory rows
-  // [U] (APAN). Undefined: row r counts from first_row (first_row * k^l at hop l).
+  // Dropout counters (i64): of the hop-l roots [R_l] (attention) and of the memory rows
+  // [U] (the APAN updater); what a row is, not where it sits, keys its mask.
   std::array<Tensor, kMaxHops> root_id;
   Tensor mem_id;
   uint64_t seed = 0;  // dropout draws: (seed, epoch, counter)
   uint32_t epoch = 0;
-  uint64_t first_row = 0;  // global index of this batch's first root row
 };
 
 // Host wall time per part of the step, accumulated until reset (on a GPU the launches are
@@ -166,6 +165,8 @@ class Tgnn {
   void backward_embedding(Arena& arena, const Tensor& d_emb, const Tensor& d_updated);
   void backward_memory(Arena& arena, const Tensor& d_updated);
   int64_t hop_roots(int hop) const;
+  // Dropout counters of rows [begin, end) of `ids`; nothing when no mask is drawn.
+  ops::DropoutRows dropout_rows(const Tensor& ids, int64_t begin, int64_t end) const;
 
   ParameterStore* store_;
   TgnnConfig cfg_;

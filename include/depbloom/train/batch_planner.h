@@ -49,7 +49,7 @@ class BatchPlanner {
             uint32_t epoch, const model::NodeState& state);
 
   // The planned batch on the device; tensors come from `arena` (CPU: views of the host
-  // buffers). seed/epoch/first_row are left to the caller.
+  // buffers), with every row's dropout id; seed and epoch are left to the caller.
   model::TgnnInputs stage(Arena& arena);
 
   // After the model's forward: the updated memory of the positive sources and

@@ -22,7 +22,6 @@ namespace depbloom::train {
 struct Slice {
   const int64_t* events = nullptr;  // [count] stream rows, ascending (a view of the batch)
   int64_t count = 0;                // 0: the rank still takes part in every collective
-  uint64_t first_row = 0;           // dropout rows of the slice start here (3 per event)
   // The slice's share of the global batch: its loss is scaled by it so that the reduced
   // gradient is the gradient of the global mean.
   double loss_share = 1.0;
@@ -31,8 +30,9 @@ struct Slice {
 // strict's split: P contiguous slices in rank order, rank r taking events
 // [r*B/P, (r+1)*B/P) of the batch, so sizes differ by at most one and the slices in rank
 // order are the batch in event order.
-Slice contiguous_slice(const int64_t* events, int64_t count, uint64_t first_row, int rank,
-                       int ranks);
+// (Every random draw is keyed by the event, so a slice needs nothing else to draw what the
+// whole batch would.)
+Slice contiguous_slice(const int64_t* events, int64_t count, int rank, int ranks);
 
 // What one step leaves for the strategy to reconcile: the planner that planned this rank's
 // slice and the model's outputs for it (views into the step arena; stale when the slice was
@@ -68,9 +68,8 @@ class Strategy {
 
   // Identical initial parameters on every rank (rank 0's win).
   virtual void sync_parameters(model::ParameterStore& store) { (void)store; }
-  // This rank's part of the global batch events[0, count) whose dropout rows start at
-  // first_row.
-  virtual Slice slice(const int64_t* events, int64_t count, uint64_t first_row) const = 0;
+  // This rank's part of the global batch events[0, count).
+  virtual Slice slice(const int64_t* events, int64_t count) const = 0;
   // After the backward, before the optimiser: the gradients every rank steps with.
   virtual void reduce_gradients(model::ParameterStore& store) { (void)store; }
   // After the optimiser: the step's memory and mail writes applied so that every rank's node
@@ -89,7 +88,7 @@ class Strategy {
 class SingleDeviceStrategy final : public Strategy {
  public:
   const char* name() const override { return "single-device"; }
-  Slice slice(const int64_t* events, int64_t count, uint64_t first_row) const override;
+  Slice slice(const int64_t* events, int64_t count) const override;
   double reconcile(const StepOutputs& out) override;
 };
 
@@ -103,7 +102,7 @@ class StrictStrategy final : public Strategy {
   const char* name() const override { return "strict"; }
   int ranks() const override { return comm_.size(); }
   void sync_parameters(model::ParameterStore& store) override;
-  Slice slice(const int64_t* events, int64_t count, uint64_t first_row) const override;
+  Slice slice(const int64_t* events, int64_t count) const override;
   void reduce_gradients(model::ParameterStore& store) override;
   double reconcile(const StepOutputs& out) override;
 

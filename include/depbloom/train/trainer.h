@@ -112,15 +112,14 @@ class Trainer {
   // Returns {transductive, new-node}.
   std::pair<EvalResult, EvalResult> test();
 
-  // One training step on the global batch events[0, count) (negatives drawn for `epoch`;
-  // dropout rows start at first_row): this rank's slice forward, loss, backward, gradient
+  // One training step on the global batch events[0, count) (negatives and dropout drawn
+  // for `epoch`, keyed by the events): this rank's slice forward, loss, backward, gradient
   // reduction, Adam, reconciled write-back. Returns TGL's loss
   // (BCE of the positives plus BCE of the negatives, each a mean). run_epoch calls it.
-  double train_step(const int64_t* events, int64_t count, int epoch, uint64_t first_row);
+  double train_step(const int64_t* events, int64_t count, int epoch);
   // The same step's loss without changing anything but the gradients (which it fills when
   // with_gradients): for gradient checks.
-  double step_loss(const int64_t* events, int64_t count, int epoch, uint64_t first_row,
-                   bool with_gradients);
+  double step_loss(const int64_t* events, int64_t count, int epoch, bool with_gradients);
 
   // Parameters, Adam state, node state and the epoch, for checkpoints and resume.
   Checkpoint save(int64_t epoch, const std::string& config_text) const;
@@ -134,8 +133,8 @@ class Trainer {
 
  private:
   EvalResult evaluate(const std::vector<int64_t>& events, uint32_t split_id);
-  double forward_backward(const int64_t* events, int64_t count, int epoch, uint64_t first_row,
-                          bool with_gradients, double dloss);
+  double forward_backward(const int64_t* events, int64_t count, int epoch, bool with_gradients,
+                          double dloss);
 
   const data::EventStream& stream_;
   const data::ChronoSplit& split_;

@@ -23,17 +23,15 @@ namespace {
 TEST(Strategy, ContiguousSlicesCoverTheBatchInEventOrder) {
   std::vector<int64_t> batch(203);
   for (size_t i = 0; i < batch.size(); ++i) batch[i] = 1000 + 2 * static_cast<int64_t>(i);
-  const uint64_t first_row = 3 * 600;
   for (int64_t count : {1, 2, 3, 7, 200, 203}) {
     for (int ranks = 1; ranks <= 4; ++ranks) {
       SCOPED_TRACE(testing::Message() << count << " events, " << ranks << " ranks");
       int64_t next = 0, smallest = count, largest = 0;
       double shares = 0;
       for (int r = 0; r < ranks; ++r) {
-        const Slice s = contiguous_slice(batch.data(), count, first_row, r, ranks);
+        const Slice s = contiguous_slice(batch.data(), count, r, ranks);
         // Rank order is event order: each slice starts where the previous one ended.
         EXPECT_EQ(s.events, batch.data() + next);
-        EXPECT_EQ(s.first_row, first_row + 3 * static_cast<uint64_t>(next));
         EXPECT_GE(s.count, 0);
         EXPECT_DOUBLE_EQ(s.loss_share, static_cast<double>(s.count) / static_cast<double>(count));
         next += s.count;
@@ -48,13 +46,13 @@ TEST(Strategy, ContiguousSlicesCoverTheBatchInEventOrder) {
   }
   // The documented splits: 203 events as 101/102 on 2 ranks, 50/51/51/51 on 4; 3 events on 4
   // ranks leave rank 0 empty.
-  EXPECT_EQ(contiguous_slice(batch.data(), 203, 0, 0, 2).count, 101);
-  EXPECT_EQ(contiguous_slice(batch.data(), 203, 0, 1, 2).count, 102);
-  EXPECT_EQ(contiguous_slice(batch.data(), 203, 0, 0, 4).count, 50);
-  EXPECT_EQ(contiguous_slice(batch.data(), 203, 0, 3, 4).count, 51);
-  EXPECT_EQ(contiguous_slice(batch.data(), 3, 0, 0, 4).count, 0);
+  EXPECT_EQ(contiguous_slice(batch.data(), 203, 0, 2).count, 101);
+  EXPECT_EQ(contiguous_slice(batch.data(), 203, 1, 2).count, 102);
+  EXPECT_EQ(contiguous_slice(batch.data(), 203, 0, 4).count, 50);
+  EXPECT_EQ(contiguous_slice(batch.data(), 203, 3, 4).count, 51);
+  EXPECT_EQ(contiguous_slice(batch.data(), 3, 0, 4).count, 0);
   // One rank: the whole batch with a share of exactly 1 (the loss gradient stays TGL's).
-  const Slice whole = contiguous_slice(batch.data(), 203, first_row, 0, 1);
+  const Slice whole = contiguous_slice(batch.data(), 203, 0, 1);
   EXPECT_EQ(whole.count, 203);
   EXPECT_EQ(whole.loss_share, 1.0);
 }
@@ -66,10 +64,9 @@ TEST(Strategy, OneRankIsSingleDevice) {
     EXPECT_STREQ(s->name(), "single-device");
     EXPECT_EQ(s->ranks(), 1);
     const int64_t batch[3] = {4, 5, 9};
-    const Slice slice = s->slice(batch, 3, 12);
+    const Slice slice = s->slice(batch, 3);
     EXPECT_EQ(slice.events, batch);
     EXPECT_EQ(slice.count, 3);
-    EXPECT_EQ(slice.first_row, 12u);
     EXPECT_EQ(slice.loss_share, 1.0);
   }
 }
