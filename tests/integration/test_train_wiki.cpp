@@ -14,6 +14,7 @@
 #include "depbloom/data/loader.h"
 #include "depbloom/data/split.h"
 #include "depbloom/train/trainer.h"
+#include "wiki_stream.h"
 
 namespace depbloom::train {
 namespace {
@@ -23,29 +24,12 @@ constexpr int kEpochs = 2;  // JODIE, fast and slow to learn, gets kJodieEpochs
 constexpr int kJodieEpochs = 3;
 constexpr uint64_t kSeed = 0;
 
-struct Prefix {
-  data::EventStream stream;
-  data::ChronoSplit split;
-};
+using Prefix = dbtest::WikiStream;
 
-// The first kPrefixEvents events of data/wikipedia/wikipedia_edges.csv, cut with
-// data::keep_first_events (as data.max_events does), split with TGN's protocol.
+// The first kPrefixEvents events of the shipped WIKI stream.
 const Prefix& wiki_prefix() {
-  static const Prefix prefix = [] {
-    Prefix p;
-    data::LoadOptions load;
-    load.use_cache = false;  // leave the source tree alone
-    p.stream = data::load_events(
-        std::string(DEPBLOOM_SOURCE_DIR) + "/data/wikipedia/wikipedia_edges.csv", load);
-    auto& s = p.stream;
-    EXPECT_GT(s.num_events(), kPrefixEvents);
-    data::keep_first_events(s, kPrefixEvents);
-    data::SplitSpec spec;
-    spec.protocol = data::SplitProtocol::tgn;
-    spec.seed = kSeed;
-    p.split = data::make_split(s, spec);
-    return p;
-  }();
+  static const Prefix prefix = dbtest::load_wiki(kPrefixEvents, kSeed);
+  EXPECT_EQ(prefix.stream.num_events(), kPrefixEvents);  // the file holds more than the cut
   return prefix;
 }
 
@@ -166,17 +150,7 @@ TEST(TrainWikiPrefix, TgnMemoryBeatsNoMemory) {
 // epoch by validation) and its memory-less control. Measured: test per-batch AP 0.9282 with
 // memory, 0.9102 without (+0.018); the TGN authors' code reaches 0.931 on this stream.
 TEST(TrainWikiWhole, TgnMemoryBeatsNoMemory) {
-  static Prefix whole = [] {
-    Prefix p;
-    data::LoadOptions load;
-    load.use_cache = false;
-    p.stream = data::load_events(
-        std::string(DEPBLOOM_SOURCE_DIR) + "/data/wikipedia/wikipedia_edges.csv", load);
-    data::SplitSpec spec;
-    spec.seed = kSeed;
-    p.split = data::make_split(p.stream, spec);
-    return p;
-  }();
+  static const Prefix whole = dbtest::load_wiki(0, kSeed);
   auto run = [&](const char* name, TrainerConfig cfg) {
     cfg.seed = kSeed;
     Trainer trainer(whole.stream, whole.split, cfg);

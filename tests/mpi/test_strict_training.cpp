@@ -21,6 +21,7 @@
 #include "depbloom/dist/communicator.h"
 #include "depbloom/dist/local_communicator.h"
 #include "depbloom/train/trainer.h"
+#include "wiki_stream.h"
 
 namespace depbloom::train {
 namespace {
@@ -29,25 +30,10 @@ using dist::CollectiveKind;
 
 constexpr int64_t kPrefixEvents = 6000;
 
-struct Prefix {
-  data::EventStream stream;
-  data::ChronoSplit split;
-};
+using Prefix = dbtest::WikiStream;
 
 const Prefix& wiki_prefix() {
-  static const Prefix prefix = [] {
-    Prefix p;
-    data::LoadOptions load;
-    load.use_cache = false;
-    p.stream = data::load_events(
-        std::string(DEPBLOOM_SOURCE_DIR) + "/data/wikipedia/wikipedia_edges.csv", load);
-    auto& s = p.stream;
-    data::keep_first_events(s, kPrefixEvents);
-    data::SplitSpec spec;
-    spec.protocol = data::SplitProtocol::tgn;
-    p.split = data::make_split(s, spec);
-    return p;
-  }();
+  static const Prefix prefix = dbtest::load_wiki(kPrefixEvents);
   return prefix;
 }
 
