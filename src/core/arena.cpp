@@ -43,8 +43,10 @@ Tensor Arena::alloc(DType dtype, Shape shape) {
 
 void Arena::reset() {
   if (chunks_.size() > 1) {
-    // A step overflowed: replace the chunks by one block large enough for the peak.
-    size_t want = align_up(peak_);
+    // A step overflowed: replace the chunks by one block of the peak plus a quarter. Batches
+    // grow slowly as a stream's graph densifies; without headroom every new high-water mark
+    // would re-allocate (and re-fault, page by page) a block of hundreds of megabytes.
+    size_t want = align_up(peak_ + peak_ / 4);
     chunks_.clear();
     add_chunk(want);
   } else if (!chunks_.empty()) {

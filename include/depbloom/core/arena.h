@@ -1,7 +1,7 @@
 // Per-step bump allocator: tensors for activations and backward contexts are carved from
 // it during a step and all released at once by reset(). After a warm-up step it allocates
 // nothing: an overflow adds a chunk, and the next reset() merges the chunks into one block
-// of the high-water size, so a steady-state step never touches the system allocator.
+// of the high-water size plus a quarter, so a steady-state step never touches the system allocator.
 #pragma once
 
 #include <cstddef>
@@ -18,7 +18,7 @@ class Arena {
   // Uninitialised tensor valid until the next reset(). 256-byte aligned.
   Tensor alloc(DType dtype, Shape shape);
   void* alloc_bytes(size_t bytes);
-  // Release everything; grows the main block to the high-water mark if a step overflowed.
+  // Release everything; grows the main block to 1.25x the high-water mark if a step overflowed.
   void reset();
 
   Device device() const { return device_; }
