@@ -2,6 +2,7 @@
 // shapes with 1, odd and larger sizes, all transpose combinations, alpha/beta and guards.
 // Not the gradient checks (test_grad_*.cpp) or the error paths (test_op_errors.cpp).
 #include <gtest/gtest.h>
+#include <omp.h>
 
 #include "depbloom/backend/ops.h"
 #include "unit/backend/op_test_util.h"
@@ -88,8 +89,9 @@ TEST_P(Gemm, MatchesReference) {
 }
 
 std::vector<GemmCase> gemm_cases() {
-  const int64_t mnk[][3] = {{1, 1, 1},    {7, 33, 1},  {33, 7, 257},
-                            {100, 1, 33}, {1, 257, 7}, {257, 100, 33}};
+  // The last two run the CPU's k-split path (a C under two 128-wide tiles, k >= 1024).
+  const int64_t mnk[][3] = {{1, 1, 1},   {7, 33, 1},     {33, 7, 257},    {100, 1, 33},
+                            {1, 257, 7}, {257, 100, 33}, {33, 100, 1100}, {100, 7, 2049}};
   std::vector<GemmCase> v;
   int i = 0;
   for (const auto& s : mnk)
@@ -103,6 +105,28 @@ std::vector<GemmCase> gemm_cases() {
   return v;
 }
 INSTANTIATE_TEST_SUITE_P(Ops, Gemm, testing::ValuesIn(gemm_cases()), CaseName());
+
+// Tiled and k-split products give the same bits whatever the thread count.
+TEST(GemmOps, IndependentOfThreadCount) {
+  Rand rng(17);
+  const int64_t shapes[][3] = {{257, 300, 40}, {200, 150, 3000}};
+  for (const auto& s : shapes) {
+    Guarded<float> a(Shape(s[2], s[0]), rng.vec(s[2] * s[0]));
+    Guarded<float> b(Shape(s[2], s[1]), rng.vec(s[2] * s[1]));
+    Guarded<float> c(Shape(s[0], s[1]));
+    const int saved = omp_get_max_threads();
+    std::vector<std::vector<double>> got;
+    for (int threads : {1, 2, 3}) {
+      omp_set_num_threads(threads);
+      c.set(std::vector<double>(static_cast<size_t>(c.numel()), 0.5));
+      depbloom::ops::gemm(c, a, Trans::T, b, Trans::N, 0.75, 2.0);
+      got.push_back(c.values());
+    }
+    omp_set_num_threads(saved);
+    EXPECT_TRUE(bitwise_equal(got[0], got[1])) << s[0] << "x" << s[1] << "x" << s[2];
+    EXPECT_TRUE(bitwise_equal(got[0], got[2])) << s[0] << "x" << s[1] << "x" << s[2];
+  }
+}
 
 class GemmBatched : public testing::TestWithParam<GemmCase> {};
 TEST_P(GemmBatched, MatchesReference) {
