@@ -4,6 +4,7 @@
 
 #include "depbloom/backend/ops.h"
 #include "depbloom/model/context.h"
+#include "model/attention_common.h"
 
 namespace depbloom::model {
 
@@ -85,12 +86,13 @@ void RecurrentMemoryUpdater::backward(Arena& arena, const Tensor& d_mail, const 
     ops::gemm(d_memory, d_gh, Trans::N, store_->value(weight_hh_), Trans::N, 1.0, keep_direct);
   }
 
-  // d_in [B, d_mail + d_time] = d_gx W_ih, split into the mail's and the encoding's parts.
-  Tensor d_input = arena.alloc(dtype, Shape(batch, mail_dim_ + time_.dim()));
-  ops::gemm(d_input, d_gx, Trans::N, store_->value(weight_ih_), Trans::N);
+  // d_in [B, d_mail + d_time] = d_gx W_ih, for the parts that need it: the mail is stored
+  // state and usually wants none; the encoding of its age feeds the time encoder.
   Tensor d_encoded = arena.alloc(dtype, Shape(batch, time_.dim()));
-  Tensor d_mail_out = wanted(d_mail) ? d_mail : arena.alloc(dtype, Shape(batch, mail_dim_));
-  ops::split_cols({d_mail_out, d_encoded}, d_input);
+  const std::array<detail::InputPart, 2> parts = {
+      detail::InputPart{wanted(d_mail) ? d_mail : Tensor{}, mail_dim_},
+      detail::InputPart{d_encoded, time_.dim()}};
+  detail::affine_backward_parts(arena, parts, d_gx, store_->value(weight_ih_));
   time_.backward(d_encoded, ctx.time);
 }
 

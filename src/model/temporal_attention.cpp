@@ -96,17 +96,48 @@ void TemporalAttentionLayer::forward(TemporalAttentionContext& ctx, const Tensor
                                      const Tensor& h_nbr, const Tensor& e, const Tensor& dt,
                                      const Tensor& mask, bool training, const RngKey& dropout_key,
                                      const ops::DropoutRows& rows) const {
+  DB_ASSERT(h_nbr.defined() && h_nbr.rank() == 3, "{}: h_nbr must be [R, k, d_in], got {}", kLayer,
+            h_nbr.str());
+  forward_impl(ctx, out, arena, w, h_root, h_nbr, nullptr, e, dt, mask, training, dropout_key,
+               rows);
+}
+
+void TemporalAttentionLayer::forward(TemporalAttentionContext& ctx, const Tensor& out, Arena& arena,
+                                     const TemporalAttentionWeights& w, const Tensor& h_root,
+                                     const NeighbourRows& nbr, const Tensor& e, const Tensor& dt,
+                                     const Tensor& mask, bool training, const RngKey& dropout_key,
+                                     const ops::DropoutRows& rows) const {
+  forward_impl(ctx, out, arena, w, h_root, Tensor{}, &nbr, e, dt, mask, training, dropout_key,
+               rows);
+}
+
+void TemporalAttentionLayer::forward_impl(TemporalAttentionContext& ctx, const Tensor& out,
+                                          Arena& arena, const TemporalAttentionWeights& w,
+                                          const Tensor& h_root, const Tensor& h_nbr,
+                                          const NeighbourRows* nbr, const Tensor& e,
+                                          const Tensor& dt, const Tensor& mask, bool training,
+                                          const RngKey& dropout_key,
+                                          const ops::DropoutRows& rows) const {
   using detail::expect_float_like;
   DB_ASSERT(h_root.defined() && h_root.rank() == 2 && is_floating(h_root.dtype()),
             "{}: h_root must be a float [R, d_in] tensor, got {}", kLayer, h_root.str());
   const int64_t R = h_root.dim(0);
-  DB_ASSERT(h_nbr.defined() && h_nbr.rank() == 3, "{}: h_nbr must be [R, k, d_in], got {}", kLayer,
-            h_nbr.str());
-  const int64_t K = h_nbr.dim(1);
+  DB_ASSERT(dt.defined() && dt.rank() == 2, "{}: dt must be [R, k], got {}", kLayer, dt.str());
+  const int64_t K = dt.dim(1);
   const int64_t N = R * K;
   const auto& c = cfg_;
   expect_float_like(kLayer, "h_root", h_root, h_root, Shape(R, c.d_in));
-  expect_float_like(kLayer, "h_nbr", h_nbr, h_root, Shape(R, K, c.d_in));
+  if (nbr == nullptr) {
+    expect_float_like(kLayer, "h_nbr", h_nbr, h_root, Shape(R, K, c.d_in));
+  } else {
+    DB_ASSERT(nbr->table.defined() && nbr->table.rank() == 2,
+              "{}: the neighbour table must be [U, d_in], got {}", kLayer, nbr->table.str());
+    expect_float_like(kLayer, "neighbour table", nbr->table, h_root,
+                      Shape(nbr->table.dim(0), c.d_in));
+    detail::expect_shape(kLayer, "neighbour rows", nbr->rows, Shape(N));
+    DB_ASSERT(nbr->rows.dtype() == DType::i32 || nbr->rows.dtype() == DType::i64,
+              "{}: neighbour rows must be i32 or i64, got {}", kLayer, nbr->rows.str());
+  }
   // Without edge features the caller may pass Tensor{}; it stands for an [R, k, 0] view.
   const Tensor edges = c.d_edge == 0 && e.raw() == nullptr
                            ? Tensor(nullptr, h_root.dtype(), Shape(R, K, 0), h_root.device())
@@ -116,7 +147,7 @@ void TemporalAttentionLayer::forward(TemporalAttentionContext& ctx, const Tensor
   expect_float_like(kLayer, "out", out, h_root, Shape(R, c.d_out));
   detail::expect_shape(kLayer, "mask", mask, Shape(R, K));
   DB_ASSERT(mask.dtype() == DType::u8, "{}: mask must be u8, got {}", kLayer, mask.str());
-  DB_ASSERT(K > 0, "{}: need at least one neighbour slot per root, got {}", kLayer, h_nbr.str());
+  DB_ASSERT(K > 0, "{}: need at least one neighbour slot per root, got dt {}", kLayer, dt.str());
   check_weights(w, "weight");
 
   const DType t = h_root.dtype();
@@ -125,6 +156,7 @@ void TemporalAttentionLayer::forward(TemporalAttentionContext& ctx, const Tensor
   ctx.slots = K;
   ctx.h_root = h_root;
   ctx.h_nbr = h_nbr;
+  if (nbr != nullptr) ctx.nbr = *nbr;
   ctx.e = edges;
   ctx.dt = dt;
   ctx.mask = mask;
@@ -144,13 +176,20 @@ void TemporalAttentionLayer::forward(TemporalAttentionContext& ctx, const Tensor
   // Key/value side, one row per (root, slot).
   Tensor te_nbr = arena.alloc(t, Shape(N, c.d_time));
   ops::time_encode_forward(te_nbr, dt.reshape(Shape(N)), w.time_w, w.time_b);
-  ctx.kv_in = arena.alloc(t, Shape(N, c.d_kv_in()));
-  ops::concat_cols(ctx.kv_in,
-                   {h_nbr.reshape(Shape(N, c.d_in)), edges.reshape(Shape(N, c.d_edge)), te_nbr});
   ctx.k = arena.alloc(t, Shape(R, K, A));
   ctx.v = arena.alloc(t, Shape(R, K, A));
-  detail::affine_forward(ctx.k.reshape(Shape(N, A)), ctx.kv_in, w.w_k, w.b_k);
-  detail::affine_forward(ctx.v.reshape(Shape(N, A)), ctx.kv_in, w.w_v, w.b_v);
+  if (nbr != nullptr) {
+    ctx.kv_in = arena.alloc(t, Shape(N, c.d_edge + c.d_time));
+    ops::concat_cols(ctx.kv_in, {edges.reshape(Shape(N, c.d_edge)), te_nbr});
+    project_from_table(ctx.k.reshape(Shape(N, A)), arena, *nbr, ctx.kv_in, w.w_k, w.b_k);
+    project_from_table(ctx.v.reshape(Shape(N, A)), arena, *nbr, ctx.kv_in, w.w_v, w.b_v);
+  } else {
+    ctx.kv_in = arena.alloc(t, Shape(N, c.d_kv_in()));
+    ops::concat_cols(ctx.kv_in,
+                     {h_nbr.reshape(Shape(N, c.d_in)), edges.reshape(Shape(N, c.d_edge)), te_nbr});
+    detail::affine_forward(ctx.k.reshape(Shape(N, A)), ctx.kv_in, w.w_k, w.b_k);
+    detail::affine_forward(ctx.v.reshape(Shape(N, A)), ctx.kv_in, w.w_v, w.b_v);
+  }
 
   ctx.att = arena.alloc(t, Shape(R, A));
   ctx.attn = arena.alloc(t, Shape(R, c.heads, K));
@@ -188,7 +227,10 @@ void TemporalAttentionLayer::backward(const Tensor& dh_root, const Tensor& dh_nb
   expect_float_like(kLayer, "dh_root", dh_root, ref, Shape(R, c.d_in));
   const bool want_nbr = dh_nbr.raw() != nullptr;  // Tensor{}: not wanted
   const bool want_e = de.raw() != nullptr;
-  if (want_nbr) expect_float_like(kLayer, "dh_nbr", dh_nbr, ref, Shape(R, K, c.d_in));
+  if (want_nbr) {
+    const Shape nbr_shape = ctx.nbr.table.defined() ? ctx.nbr.table.shape() : Shape(R, K, c.d_in);
+    expect_float_like(kLayer, "dh_nbr", dh_nbr, ref, nbr_shape);
+  }
   if (want_e) expect_float_like(kLayer, "de", de, ref, Shape(R, K, c.d_edge));
   check_weights(w, "weight");
   check_weights(grads, "gradient");
@@ -226,17 +268,77 @@ void TemporalAttentionLayer::backward(const Tensor& dh_root, const Tensor& dh_nb
   ops::axpy(dh_root, 1.0, dh_root_q);
   ops::time_encode_backward(grads.time_w, grads.time_b, d_te_root, ctx.zero_dt, w.time_w, w.time_b);
 
-  // Key/value side: both projections read kv_in, so their input gradients add up.
-  Tensor d_kv_in = arena.alloc(t, Shape(N, c.d_kv_in()));
+  // Key/value side: both projections read kv_in = [h_nbr || e || te(dt)], so their input
+  // gradients add up; only the parts that need one are computed (rarely the edges').
   const Tensor dk2 = dk.reshape(Shape(N, A)), dv2 = dv.reshape(Shape(N, A));
-  detail::affine_backward(d_kv_in, grads.w_k, grads.b_k, dk2, ctx.kv_in, w.w_k);
-  detail::affine_backward(d_kv_in, grads.w_v, grads.b_v, dv2, ctx.kv_in, w.w_v, true);
-  Tensor d_nbr = want_nbr ? dh_nbr.reshape(Shape(N, c.d_in)) : arena.alloc(t, Shape(N, c.d_in));
-  Tensor d_e = want_e ? de.reshape(Shape(N, c.d_edge)) : arena.alloc(t, Shape(N, c.d_edge));
   Tensor d_te_nbr = arena.alloc(t, Shape(N, c.d_time));
-  ops::split_cols({d_nbr, d_e, d_te_nbr}, d_kv_in);
+  if (ctx.nbr.table.defined()) {
+    backward_from_table(dh_nbr, de, d_te_nbr, grads.w_k, grads.b_k, dk2, ctx, w.w_k, false, arena);
+    backward_from_table(dh_nbr, de, d_te_nbr, grads.w_v, grads.b_v, dv2, ctx, w.w_v, true, arena);
+  } else {
+    detail::affine_backward(Tensor{}, grads.w_k, grads.b_k, dk2, ctx.kv_in, w.w_k);
+    detail::affine_backward(Tensor{}, grads.w_v, grads.b_v, dv2, ctx.kv_in, w.w_v);
+    const std::array<detail::InputPart, 3> kv_parts = {
+        detail::InputPart{want_nbr ? dh_nbr.reshape(Shape(N, c.d_in)) : Tensor{}, c.d_in},
+        detail::InputPart{want_e ? de.reshape(Shape(N, c.d_edge)) : Tensor{}, c.d_edge},
+        detail::InputPart{d_te_nbr, c.d_time}};
+    detail::affine_backward_parts(arena, kv_parts, dk2, w.w_k);
+    detail::affine_backward_parts(arena, kv_parts, dv2, w.w_v, true);
+  }
   ops::time_encode_backward(grads.time_w, grads.time_b, d_te_nbr, ctx.dt.reshape(Shape(N)),
                             w.time_w, w.time_b);
+}
+
+// out [N, A] = table[rows] W_h^T + rest_in W_rest^T + b, where W = [W_h | W_rest] splits
+// the columns into the table's share and the [e || te] share.
+void TemporalAttentionLayer::project_from_table(const Tensor& out, Arena& arena,
+                                                const NeighbourRows& nbr, const Tensor& rest_in,
+                                                const Tensor& w, const Tensor& b) const {
+  const DType t = out.dtype();
+  const int64_t A = w.dim(0), rest = rest_in.dim(1);
+  Tensor w_h = arena.alloc(t, Shape(A, cfg_.d_in)), w_rest = arena.alloc(t, Shape(A, rest));
+  ops::split_cols({w_h, w_rest}, w);
+  Tensor per_row = arena.alloc(t, Shape(nbr.table.dim(0), A));
+  ops::gemm(per_row, nbr.table, ops::Trans::N, w_h, ops::Trans::T);
+  ops::gather_rows(out, per_row, nbr.rows);
+  ops::gemm(out, rest_in, ops::Trans::N, w_rest, ops::Trans::T, 1.0, 1.0);
+  ops::bias_add(out, b);
+}
+
+// The backward of project_from_table for one of K and V: the slots' gradients dproj are
+// summed per table row first, so the table's share of dW and of the table gradient costs
+// U rows rather than R * k. d_te and de (when wanted) are overwritten, or accumulated.
+void TemporalAttentionLayer::backward_from_table(const Tensor& d_table, const Tensor& de,
+                                                 const Tensor& d_te, const Tensor& grad_w,
+                                                 const Tensor& grad_b, const Tensor& dproj,
+                                                 const TemporalAttentionContext& ctx,
+                                                 const Tensor& w, bool accumulate,
+                                                 Arena& arena) const {
+  const auto& c = cfg_;
+  const DType t = dproj.dtype();
+  const int64_t A = w.dim(0), N = dproj.dim(0), rest = c.d_edge + c.d_time;
+  const Tensor& table = ctx.nbr.table;
+  Tensor per_row = arena.alloc(t, Shape(table.dim(0), A));
+  ops::fill(per_row, 0.0);
+  ops::scatter_add_rows(per_row, dproj, ctx.nbr.rows, true);
+  // dW [A, d_in + rest] += [per_row^T table | dproj^T rest_in]; db += column sums.
+  Tensor dw_h = arena.alloc(t, Shape(A, c.d_in)), dw_rest = arena.alloc(t, Shape(A, rest));
+  ops::gemm(dw_h, per_row, ops::Trans::T, table, ops::Trans::N);
+  ops::gemm(dw_rest, dproj, ops::Trans::T, ctx.kv_in, ops::Trans::N);
+  Tensor dw = arena.alloc(t, Shape(A, c.d_kv_in()));
+  ops::concat_cols(dw, {dw_h, dw_rest});
+  ops::axpy(grad_w, 1.0, dw);
+  ops::bias_grad(grad_b, dproj);
+  // Input gradients: the table's, then the [e || te] parts'.
+  Tensor w_h = arena.alloc(t, Shape(A, c.d_in)), w_rest = arena.alloc(t, Shape(A, rest));
+  ops::split_cols({w_h, w_rest}, w);
+  if (d_table.raw() != nullptr)
+    ops::gemm(d_table, per_row, ops::Trans::N, w_h, ops::Trans::N, 1.0, 1.0);
+  const bool want_e = de.raw() != nullptr;
+  const std::array<detail::InputPart, 2> parts = {
+      detail::InputPart{want_e ? de.reshape(Shape(N, c.d_edge)) : Tensor{}, c.d_edge},
+      detail::InputPart{d_te, c.d_time}};
+  detail::affine_backward_parts(arena, parts, dproj, w_rest, accumulate);
 }
 
 // tgn style, after the attention: dropout, the projection W_p, then the merge MLP.

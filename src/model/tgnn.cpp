@@ -279,7 +279,13 @@ void Tgnn::embed(Arena& arena, const TgnnInputs& in, const Tensor& edge_feat) {
   }
   const int layers = cfg_.layers;
   const int64_t k = cfg_.neighbours;
+  // Layer 0 reads the neighbours of hop j straight from the memory rows (table mode) when
+  // there are fewer rows than slots, as there are with TGN's repeating neighbours: keys
+  // and values then project each row once. h[0][j] is gathered when it also serves as
+  // the roots of hop j, or as slot-mode neighbours.
+  for (int j = 0; j < layers; ++j) step_.table[j] = step_.u < hop_roots(j) * k;
   for (int j = 1; j <= layers; ++j) {
+    if (j == layers && step_.table[j - 1]) continue;
     h[0][j] = arena.alloc(dtype, Shape(hop_roots(j), d_in));
     ops::gather_rows(h[0][j], step_.updated, in.slot_row[j - 1]);
   }
@@ -295,11 +301,17 @@ void Tgnn::embed(Arena& arena, const TgnnInputs& in, const Tensor& edge_feat) {
     for (int j = 0; j < layers - i; ++j) {
       const int64_t r = hop_roots(j);
       h[i + 1][j] = arena.alloc(dtype, Shape(r, cfg_.d_emb));
-      attention_[i].forward(step_.attn[i][j], h[i + 1][j], arena, attention_params_[i].value,
-                            h[i][j], h[i][j + 1].reshape(Shape(r, k, width)), step_.edges[j],
-                            in.slot_dt[j], in.slot_mask[j], step_.training,
-                            dropout_key(in.seed, in.epoch, 2 + i * kMaxHops + j),
-                            dropout_rows(in.root_id[j], 0, r));
+      const RngKey key = dropout_key(in.seed, in.epoch, 2 + i * kMaxHops + j);
+      const ops::DropoutRows rows = dropout_rows(in.root_id[j], 0, r);
+      if (i == 0 && step_.table[j]) {
+        attention_[i].forward(step_.attn[i][j], h[i + 1][j], arena, attention_params_[i].value,
+                              h[i][j], NeighbourRows{step_.updated, in.slot_row[j]}, step_.edges[j],
+                              in.slot_dt[j], in.slot_mask[j], step_.training, key, rows);
+      } else {
+        attention_[i].forward(step_.attn[i][j], h[i + 1][j], arena, attention_params_[i].value,
+                              h[i][j], h[i][j + 1].reshape(Shape(r, k, width)), step_.edges[j],
+                              in.slot_dt[j], in.slot_mask[j], step_.training, key, rows);
+      }
     }
   }
   step_.emb = h[layers][0];
@@ -355,18 +367,25 @@ void Tgnn::backward_embedding(Arena& arena, const Tensor& d_emb, const Tensor& d
     }
     for (int j = 0; j < layers - i; ++j) {
       const int64_t r = hop_roots(j);
+      // Table mode (layer 0 only): the neighbours' gradient accumulates into d_updated.
+      const bool table = i == 0 && step_.table[j];
       Tensor d_root = arena.alloc(dtype, Shape(r, width));
-      Tensor d_nbr = want_inputs ? arena.alloc(dtype, Shape(r, k, width)) : Tensor{};
+      Tensor d_nbr;
+      if (want_inputs) d_nbr = table ? d_updated : arena.alloc(dtype, Shape(r, k, width));
       attention_[i].backward(d_root, d_nbr, Tensor{}, attention_params_[i].grad, dh[i + 1][j],
                              step_.attn[i][j], attention_params_[i].value, arena);
       if (!want_inputs) continue;
       ops::axpy(dh[i][j], 1.0, d_root);
-      ops::axpy(dh[i][j + 1], 1.0, d_nbr.reshape(Shape(r * k, width)));
+      if (!table) ops::axpy(dh[i][j + 1], 1.0, d_nbr.reshape(Shape(r * k, width)));
     }
   }
   if (!memory) return;
   ops::scatter_add_rows(d_updated, dh[0][0], in.root_row);
-  for (int j = 1; j <= layers; ++j) ops::scatter_add_rows(d_updated, dh[0][j], in.slot_row[j - 1]);
+  for (int j = 1; j <= layers; ++j) {
+    // dh[0][layers] holds only neighbour gradients, which table mode already delivered.
+    if (j == layers && step_.table[j - 1]) continue;
+    ops::scatter_add_rows(d_updated, dh[0][j], in.slot_row[j - 1]);
+  }
 }
 
 void Tgnn::backward_memory(Arena& arena, const Tensor& d_updated) {

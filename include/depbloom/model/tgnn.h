@@ -156,6 +156,8 @@ class Tgnn {
     // h[i][j]: input of layer i (0: memory rows) at hop j; attn[i][j]: layer i at hop j.
     std::array<std::array<Tensor, kMaxHops + 1>, kMaxHops + 1> h;
     std::array<std::array<TemporalAttentionContext, kMaxHops>, kMaxHops> attn;
+    // table[j]: layer 0 at hop j read its neighbours as rows of `updated` (table mode).
+    std::array<bool, kMaxHops> table{};
     Tensor emb;  // [R0, d_out]
     LinkPredictorContext predictor;
   };
