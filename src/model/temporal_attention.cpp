@@ -156,7 +156,8 @@ void TemporalAttentionLayer::forward_impl(TemporalAttentionContext& ctx, const T
   ctx.slots = K;
   ctx.h_root = h_root;
   ctx.h_nbr = h_nbr;
-  if (nbr != nullptr) ctx.nbr = *nbr;
+  ctx.from_table = nbr != nullptr;
+  if (ctx.from_table) ctx.nbr = *nbr;
   ctx.e = edges;
   ctx.dt = dt;
   ctx.mask = mask;
@@ -228,7 +229,7 @@ void TemporalAttentionLayer::backward(const Tensor& dh_root, const Tensor& dh_nb
   const bool want_nbr = dh_nbr.raw() != nullptr;  // Tensor{}: not wanted
   const bool want_e = de.raw() != nullptr;
   if (want_nbr) {
-    const Shape nbr_shape = ctx.nbr.table.defined() ? ctx.nbr.table.shape() : Shape(R, K, c.d_in);
+    const Shape nbr_shape = ctx.from_table ? ctx.nbr.table.shape() : Shape(R, K, c.d_in);
     expect_float_like(kLayer, "dh_nbr", dh_nbr, ref, nbr_shape);
   }
   if (want_e) expect_float_like(kLayer, "de", de, ref, Shape(R, K, c.d_edge));
@@ -272,7 +273,7 @@ void TemporalAttentionLayer::backward(const Tensor& dh_root, const Tensor& dh_nb
   // gradients add up; only the parts that need one are computed (rarely the edges').
   const Tensor dk2 = dk.reshape(Shape(N, A)), dv2 = dv.reshape(Shape(N, A));
   Tensor d_te_nbr = arena.alloc(t, Shape(N, c.d_time));
-  if (ctx.nbr.table.defined()) {
+  if (ctx.from_table) {
     backward_from_table(dh_nbr, de, d_te_nbr, grads.w_k, grads.b_k, dk2, ctx, w.w_k, false, arena);
     backward_from_table(dh_nbr, de, d_te_nbr, grads.w_v, grads.b_v, dv2, ctx, w.w_v, true, arena);
   } else {

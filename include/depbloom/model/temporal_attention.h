@@ -98,6 +98,7 @@ struct NeighbourRows {
 struct TemporalAttentionContext {
   int64_t roots = 0, slots = 0;
   bool dropped = false;               // dropout applied (training with p > 0)
+  bool from_table = false;            // table mode: the neighbours were rows of nbr.table
   Tensor h_root, h_nbr, e, dt, mask;  // the forward's inputs (h_nbr: slot mode)
   NeighbourRows nbr;                  // the forward's input (table mode)
   Tensor zero_dt;                     // [R] zeros: the roots' time deltas
