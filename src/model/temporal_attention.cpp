@@ -180,8 +180,12 @@ void TemporalAttentionLayer::forward_impl(TemporalAttentionContext& ctx, const T
   ctx.k = arena.alloc(t, Shape(R, K, A));
   ctx.v = arena.alloc(t, Shape(R, K, A));
   if (nbr != nullptr) {
-    ctx.kv_in = arena.alloc(t, Shape(N, c.d_edge + c.d_time));
-    ops::concat_cols(ctx.kv_in, {edges.reshape(Shape(N, c.d_edge)), te_nbr});
+    // [e || te(dt)]; without edge features that is the encoding itself, no copy needed.
+    ctx.kv_in = te_nbr;
+    if (c.d_edge > 0) {
+      ctx.kv_in = arena.alloc(t, Shape(N, c.d_edge + c.d_time));
+      ops::concat_cols(ctx.kv_in, {edges.reshape(Shape(N, c.d_edge)), te_nbr});
+    }
     project_from_table(ctx.k.reshape(Shape(N, A)), arena, *nbr, ctx.kv_in, w.w_k, w.b_k);
     project_from_table(ctx.v.reshape(Shape(N, A)), arena, *nbr, ctx.kv_in, w.w_v, w.b_v);
   } else {
