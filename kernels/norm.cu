@@ -3,8 +3,11 @@
 // deterministic column reduction of detail/reduce.cuh (accumulating, per the contract).
 #include "rowwise.cuh"
 
+#include <cmath>
+
 #include "detail/launch.cuh"
 #include "detail/reduce.cuh"
+#include "elementwise.cuh"
 
 namespace depbloom::kernels {
 namespace {
@@ -97,7 +100,12 @@ struct LayerNormParamTerm {
 cudaError_t layer_norm_forward(float* y, float* mean, float* rstd, const float* x,
                                const float* gamma, const float* beta, int64_t rows, int64_t dim,
                                double eps, cudaStream_t stream) {
-  if (rows <= 0 || dim <= 0) return cudaSuccess;
+  if (rows <= 0) return cudaSuccess;
+  if (dim <= 0) {  // empty rows: the CPU's statistics, mean 0 and rstd 1/sqrt(eps)
+    const cudaError_t e = fill(mean, rows, 0.0f, stream);
+    if (e != cudaSuccess) return e;
+    return fill(rstd, rows, static_cast<float>(1.0 / std::sqrt(eps)), stream);
+  }
   layer_norm_forward_kernel<<<grid_for(rows, kWarpsPerBlock), kBlock, 0, stream>>>(
       y, mean, rstd, x, gamma, beta, rows, dim, eps);
   return cudaGetLastError();

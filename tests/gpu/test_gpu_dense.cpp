@@ -134,7 +134,8 @@ TEST_F(GpuDense, TimeEncode) {
 
 TEST_F(GpuDense, LayerNorm) {
   Rand rng(3006);
-  for (auto [R, D] : {std::pair<int64_t, int64_t>{1, 1}, {7, 33}, {257, 7}, {33, 257}}) {
+  // D = 0: empty rows still get the CPU's statistics (mean 0, rstd 1/sqrt(eps)).
+  for (auto [R, D] : {std::pair<int64_t, int64_t>{1, 1}, {7, 33}, {257, 7}, {33, 257}, {3, 0}}) {
     SCOPED_TRACE(testing::Message() << "R " << R << " D " << D);
     F x(Shape(R, D), rng.vec(R * D, -2.0, 2.0)), gamma(Shape(D), rng.vec(D, 0.5, 1.5));
     F beta(Shape(D), rng.vec(D)), y = F::nan(Shape(R, D));

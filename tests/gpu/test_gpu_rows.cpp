@@ -188,6 +188,8 @@ TEST_F(GpuRows, BasicOps) {
     ops::copy(c.gpu, z.gpu);  // device to device
     ops::copy(c.cpu, z.cpu);
     EXPECT_TRUE(c.matches_bitwise());
+    ops::copy(c.gpu, c.gpu);  // onto itself: nothing changes
+    EXPECT_TRUE(c.matches_bitwise());
   }
 }
 

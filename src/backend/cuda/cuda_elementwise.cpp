@@ -72,6 +72,7 @@ void copy(const Tensor& dst, const Tensor& src) {
   const Device sd = src.device();
   if (dd.is_cuda() && sd.is_cuda()) {
     if (dd.index == sd.index) {
+      if (dst.raw() == src.raw()) return;  // as on the CPU; memcpy of a range onto itself is UB
       cudaStream_t stream = backend::enter_device(dd.index);
       DB_CHECK_CUDA(cudaMemcpyAsync(dst.raw(), src.raw(), bytes, cudaMemcpyDeviceToDevice, stream));
       return;

@@ -97,6 +97,11 @@ void device_memcpy(void* dst, const void* src, size_t bytes, int kind) {
                      : kind == 1 ? cudaMemcpyDeviceToHost
                                  : cudaMemcpyDeviceToDevice;
   DB_CHECK_CUDA(cudaMemcpy(dst, src, bytes, k));
+  // cudaMemcpy runs on the legacy stream, which the backend's non-blocking op streams do not
+  // wait for, and from pageable memory it may return before the data lands. These copies
+  // only set buffers up (OwnedTensor::zeros), so waiting for the device here is cheap and
+  // makes every later op, on any stream, see them.
+  DB_CHECK_CUDA(cudaDeviceSynchronize());
 }
 
 }  // namespace depbloom

@@ -116,6 +116,20 @@ const NormCase kNormCases[] = {{1, 1, 1e-5, DType::f32},     {7, 33, 1e-5, DType
                                {33, 7, 0.5, DType::f64}};
 INSTANTIATE_TEST_SUITE_P(Ops, LayerNorm, testing::ValuesIn(kNormCases), CaseName());
 
+// Rows of width 0 still get statistics (the CUDA op gives the same): mean 0, and rstd
+// 1/sqrt(eps), the value of an empty row's zero variance.
+TEST(LayerNormEmptyRows, WriteMeanZeroAndRstdOfEps) {
+  Guarded<float> x(Shape(3, 0)), y(Shape(3, 0)), gamma(Shape(0)), beta(Shape(0));
+  Guarded<float> mean(Shape(3)), rstd(Shape(3));
+  mean.fill_nan();
+  rstd.fill_nan();
+  ops::layer_norm_forward(y, mean, rstd, x, gamma, beta, 1e-4);
+  EXPECT_TRUE(all_close(mean.values(), {0.0, 0.0, 0.0}, elementwise_tol<float>()));
+  EXPECT_TRUE(all_close(rstd.values(), {100.0, 100.0, 100.0}, elementwise_tol<float>()));
+  EXPECT_TRUE(mean.guard_intact());
+  EXPECT_TRUE(rstd.guard_intact());
+}
+
 // ---- dropout ----------------------------------------------------------------------------
 
 const depbloom::RngKey kKey{0x0123456789abcdefULL,
