@@ -89,24 +89,32 @@ bool holds_key(const std::string& dir, const json& key) {
 void publish(const std::string& tmp, const std::string& dir, const json& key) {
   std::error_code ec;
   std::vector<std::string> replaced;
+  // Every way out removes the folders this call moved aside, including the one where
+  // another process published a fresh cache after we moved the stale one away.
+  auto drop_replaced = [&] {
+    for (const auto& old : replaced) fs::remove_all(old, ec);
+  };
   for (int attempt = 0; attempt < 8; ++attempt) {
     if (::rename(tmp.c_str(), dir.c_str()) == 0) {
-      for (const auto& old : replaced) fs::remove_all(old, ec);
+      drop_replaced();
       return;
     }
     const int err = errno;
     if (err != ENOTEMPTY && err != EEXIST) {
       fs::remove_all(tmp, ec);
+      drop_replaced();
       DB_THROW(data, "{}: cannot publish the cache: {}", dir, std::strerror(err));
     }
     if (!key.is_null() && holds_key(dir, key)) {
       fs::remove_all(tmp, ec);
+      drop_replaced();
       return;
     }
     std::string old = dir + ".old." + unique_suffix();
     if (::rename(dir.c_str(), old.c_str()) == 0) replaced.push_back(old);
   }
   fs::remove_all(tmp, ec);
+  drop_replaced();
   DB_THROW(data, "{}: cannot publish the cache: the folder keeps changing", dir);
 }
 
