@@ -283,7 +283,11 @@ void Tgnn::embed(Arena& arena, const TgnnInputs& in, const Tensor& edge_feat) {
   // there are fewer rows than slots, as there are with TGN's repeating neighbours: keys
   // and values then project each row once. h[0][j] is gathered when it also serves as
   // the roots of hop j, or as slot-mode neighbours.
-  for (int j = 0; j < layers; ++j) step_.table[j] = step_.u < hop_roots(j) * k;
+  for (int j = 0; j < layers; ++j) {
+    step_.table[j] = cfg_.neighbour_reads == NeighbourReads::automatic
+                         ? step_.u < hop_roots(j) * k
+                         : cfg_.neighbour_reads == NeighbourReads::table;
+  }
   for (int j = 1; j <= layers; ++j) {
     if (j == layers && step_.table[j - 1]) continue;
     h[0][j] = arena.alloc(dtype, Shape(hop_roots(j), d_in));

@@ -29,6 +29,8 @@ enum class EmbeddingKind { attention, identity, jodie };
 
 constexpr int kMaxHops = 4;
 
+enum class NeighbourReads { automatic, table, slots };
+
 struct TgnnConfig {
   MemoryKind memory = MemoryKind::gru;
   EmbeddingKind embedding = EmbeddingKind::attention;
@@ -57,6 +59,10 @@ struct TgnnConfig {
   // with the mean and standard deviation of the training events' per-node time gaps.
   double time_shift = 0.0, time_scale = 0.0;
   double dropout = 0.1;
+  // How the first attention layer reads its neighbours: as rows of the updated memory
+  // (table mode) when there are fewer rows than slots (automatic), or always one way. Both
+  // give the same model; the fixed choices let tests check each path.
+  NeighbourReads neighbour_reads = NeighbourReads::automatic;
 
   int64_t d_mail() const { return 2 * d_mem + d_edge; }
   // Width of a node's input to the embedding: its memory, or one zero column without

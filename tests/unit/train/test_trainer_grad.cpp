@@ -26,6 +26,7 @@ using depbloom::DType;
 using depbloom::model::AttentionStyle;
 using depbloom::model::EmbeddingKind;
 using depbloom::model::MemoryKind;
+using depbloom::model::NeighbourReads;
 using depbloom::train::Trainer;
 using depbloom::train::TrainerConfig;
 
@@ -48,6 +49,9 @@ struct GradCase {
   // Parameter-name prefixes of which every parameter must get some non-zero gradient.
   std::vector<std::string> learning;
   AttentionStyle style = AttentionStyle::tgl;
+  // The first layer's neighbour reads: automatic picks by the batch's sizes, so each of
+  // the two paths also gets cases of its own.
+  NeighbourReads reads = NeighbourReads::automatic;
 };
 
 void PrintTo(const GradCase& c, std::ostream* os) {
@@ -64,6 +68,7 @@ TrainerConfig config_for(const GradCase& c) {
   cfg.model.d_mem_time = 3;
   cfg.model.d_emb = 4;
   cfg.model.attention_style = c.style;
+  cfg.model.neighbour_reads = c.reads;
   // The TGN authors' attention is d_in + d_gnn_time wide: 8 splits into 2 heads.
   cfg.model.d_gnn_time = c.style == AttentionStyle::tgn ? 4 : 3;
   cfg.model.heads = 2;
@@ -189,6 +194,33 @@ const GradCase kCases[] = {
      false,
      {"memory_updater.", "layer0.", "layer1.", "edge_predictor."},
      AttentionStyle::tgn},
+    {"tgn_attention1_slot_reads",
+     MemoryKind::gru,
+     EmbeddingKind::attention,
+     1,
+     1,
+     false,
+     {"memory_updater.", "layer0.", "edge_predictor."},
+     AttentionStyle::tgn,
+     NeighbourReads::slots},
+    {"tgn_attention2_slot_reads",
+     MemoryKind::gru,
+     EmbeddingKind::attention,
+     2,
+     1,
+     false,
+     {"memory_updater.", "layer0.", "layer1.", "edge_predictor."},
+     AttentionStyle::tgn,
+     NeighbourReads::slots},
+    {"tgn_attention2_table_reads",
+     MemoryKind::gru,
+     EmbeddingKind::attention,
+     2,
+     1,
+     false,
+     {"memory_updater.", "layer0.", "layer1.", "edge_predictor."},
+     AttentionStyle::tgl,
+     NeighbourReads::table},
     {"jodie",
      MemoryKind::rnn,
      EmbeddingKind::jodie,
