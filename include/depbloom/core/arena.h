@@ -1,7 +1,8 @@
 // Per-step bump allocator: tensors for activations and backward contexts are carved from
 // it during a step and all released at once by reset(). After a warm-up step it allocates
 // nothing: an overflow adds a chunk, and the next reset() merges the chunks into one block
-// of the high-water size plus a quarter, so a steady-state step never touches the system allocator.
+// of the high-water size plus a quarter, so a steady-state step never touches the system
+// allocator.
 #pragma once
 
 #include <cstddef>

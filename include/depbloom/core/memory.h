@@ -64,7 +64,9 @@ class OwnedTensor {
 };
 
 // Byte copy between any two devices (host<->device, device<->device, host<->host).
-// Synchronous with respect to the host; use backend ops for stream-ordered copies.
+// Synchronous with respect to the host and, when a GPU is involved, to every stream of the
+// device (it waits for the device): for setting buffers up, not for the per-batch path;
+// use backend ops (ops::copy) for stream-ordered copies.
 void copy_bytes(void* dst, Device dst_device, const void* src, Device src_device, size_t bytes);
 
 }  // namespace depbloom
