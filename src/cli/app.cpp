@@ -232,9 +232,21 @@ int run_train(int argc, char** argv) {
     if (cfg.get<int64_t>("run.threads") > 0)
       backend::set_cpu_threads(static_cast<int>(cfg.get<int64_t>("run.threads")));
     TrainCommand cmd;
-    cmd.device = parse_device(cfg.get<std::string>("run.device"));
-    if (multi_rank) {
-      comm = dist::make_communicator("auto", cmd.device);
+    const std::string device_text = cfg.get<std::string>("run.device");
+    cmd.device = parse_device(device_text);
+    // Several ranks, or one with mpi or nccl named (a smoke run of the collectives), get a
+    // communicator; a CUDA rank without a GPU index named takes its local rank's GPU
+    // (round-robin: under the mpi communicator ranks may share one).
+    const std::string comm_kind = cfg.get<std::string>("dist.communicator");
+    if (multi_rank && comm_kind == "local")
+      DB_THROW(config,
+               "dist.communicator: local serves one rank, but mpirun started {}; use "
+               "auto, mpi or nccl",
+               env.size);
+    if (multi_rank || comm_kind == "mpi" || comm_kind == "nccl") {
+      if (cmd.device.is_cuda() && device_text.find(':') == std::string::npos)
+        cmd.device = Device::cuda(env.local_rank % backend::cuda_device_count());
+      comm = dist::make_communicator(comm_kind, cmd.device);
       // From the first collective on, a rank that stops making progress ends every rank.
       const double timeout_s = cfg.get<double>("dist.timeout_s");
       if (!(timeout_s >= 0))

@@ -114,6 +114,10 @@ void declare_depbloom_options(OptionRegistry& r) {
             "stop each epoch after N training batches (0: all); for smoke runs", 0);
   r.add_bool("run.progress", true, "print a progress line during long epochs");
 
+  r.add_enum("dist.communicator", "auto", {"auto", "local", "mpi", "nccl"},
+             "auto: nccl for CUDA ranks (when built with NCCL), else mpi, local for one rank; "
+             "mpi serves CUDA ranks too, through host buffers, and lets ranks share a GPU; "
+             "mpi or nccl with one rank still runs the strategy's collectives (a smoke test)");
   r.add_double("dist.timeout_s", 600,
                "with several ranks: seconds one rank may wait in a collective for the others "
                "before every rank ends with exit code 4 (a rank stopped making progress); 0 "

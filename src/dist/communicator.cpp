@@ -309,7 +309,7 @@ std::unique_ptr<Communicator> make_communicator(const std::string& kind, Device 
     LaunchEnv env = launch_env();
     if (env.size > 1)
       DB_THROW(config,
-               "communicator 'local' serves one rank, but mpirun started {} (use mpi or nccl)",
+               "dist.communicator: local serves one rank, but mpirun started {} (use mpi or nccl)",
                env.size);
     return std::make_unique<LocalCommunicator>(device);
   }
@@ -317,19 +317,21 @@ std::unique_ptr<Communicator> make_communicator(const std::string& kind, Device 
 #if DEPBLOOM_WITH_MPI
     return detail::make_mpi_communicator(device);
 #else
-    DB_THROW(config, "communicator 'mpi': DepBloom was built without MPI");
+    DB_THROW(config, "dist.communicator: mpi, but DepBloom was built without MPI");
 #endif
   }
   if (kind == "nccl") {
     if (!device.is_cuda())
-      DB_THROW(config, "communicator 'nccl' needs a CUDA device, got {}", device.str());
+      DB_THROW(config, "dist.communicator: nccl needs a CUDA device, got {}", device.str());
 #if DEPBLOOM_WITH_NCCL
     return detail::make_nccl_communicator();
 #else
-    DB_THROW(config, "communicator 'nccl': DepBloom was built without NCCL (and MPI)");
+    DB_THROW(config, "dist.communicator: nccl, but DepBloom was built without NCCL (and MPI)");
 #endif
   }
-  DB_THROW(config, "unknown communicator '{}' (expected local, mpi, nccl or auto)", kind);
+  DB_THROW(config,
+           "dist.communicator: unknown communicator '{}' (expected local, mpi, nccl or auto)",
+           kind);
 }
 
 namespace detail {

@@ -152,8 +152,11 @@ std::unique_ptr<Strategy> make_strategy(const std::string& name, dist::Communica
     DB_THROW(config, "strategy.name: unknown strategy '{}' (one of: {})", name,
              fmt::join(names, ", "));
   // With one rank there is nothing to split or exchange: every strategy is the single-device
-  // step (the P = 1 rule), and makes no collective.
-  if (comm == nullptr || comm->size() <= 1) return std::make_unique<SingleDeviceStrategy>();
+  // step (the P = 1 rule), and makes no collective. One rank over an mpi or nccl
+  // communicator (named in the config) still runs the strategy, collectives included: the
+  // same numbers, and a smoke test of that communicator.
+  if (comm == nullptr || (comm->size() <= 1 && std::string(comm->name()) == "local"))
+    return std::make_unique<SingleDeviceStrategy>();
   return std::make_unique<StrictStrategy>(*comm);
 }
 

@@ -5,7 +5,8 @@
 // not divide evenly among the ranks, and with dropout and uniform neighbour sampling (every
 // draw is keyed by the root's (event, role) or the memory row's (node, time), never by its
 // place in a rank's slice). Each rank also runs the 1-rank reference itself, with a local
-// communicator.
+// communicator. On a GPU, CudaRanksOverMpiMatchOneRank does the same for CUDA ranks sharing
+// GPU 0 over the MPI communicator (ctest strict_training_cuda_np2, label gpu).
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -15,6 +16,9 @@
 #include <string>
 #include <vector>
 
+#include "depbloom/backend/ops.h"
+#include "depbloom/backend/runtime.h"
+#include "depbloom/core/memory.h"
 #include "depbloom/core/timer.h"
 #include "depbloom/data/loader.h"
 #include "depbloom/data/split.h"
@@ -42,6 +46,12 @@ dist::Communicator& world() {
   return *comm;
 }
 
+// CUDA ranks over MPI (host staging), every rank on GPU 0: NCCL would need one GPU per rank.
+dist::Communicator& world_on_gpu() {
+  static std::unique_ptr<dist::Communicator> comm = dist::make_communicator("mpi", Device::cuda(0));
+  return *comm;
+}
+
 TrainerConfig tgn(int64_t batch) {
   TrainerConfig c;
   c.model.dropout = 0.0;
@@ -65,7 +75,17 @@ double rel(double a, double b) {
   return std::abs(a - b) / std::max(1e-12, std::abs(b));
 }
 
-float max_abs_diff(const Tensor& a, const Tensor& b) {
+// A host copy of a (CUDA) tensor, for reading.
+OwnedTensor on_host(const Tensor& t) {
+  OwnedTensor h(t.dtype(), t.shape());
+  ops::copy(h.view(), t);
+  if (t.device().is_cuda()) backend::synchronize(t.device().index);
+  return h;
+}
+
+float max_abs_diff(const Tensor& dev_a, const Tensor& dev_b) {
+  const OwnedTensor host_a = on_host(dev_a), host_b = on_host(dev_b);
+  const Tensor a = host_a.view(), b = host_b.view();
   EXPECT_EQ(a.numel(), b.numel());
   if (a.dtype() == DType::f64) {
     double worst = 0;
@@ -88,9 +108,9 @@ struct Tolerance {
 
 void expect_strict_matches_one_rank(const char* name, TrainerConfig cfg, Tolerance tol = {}) {
   const Prefix& p = wiki_prefix();
-  dist::Communicator& comm = world();
+  dist::Communicator& comm = cfg.device.is_cuda() ? world_on_gpu() : world();
   ASSERT_GE(comm.size(), 2) << "run this suite through mpirun -np 2 or more";
-  dist::LocalCommunicator local(Device::cpu());  // the factory refuses it under mpirun
+  dist::LocalCommunicator local(cfg.device);  // the factory refuses it under mpirun
 
   Stopwatch watch;
   cfg.comm = &local;
@@ -234,6 +254,20 @@ TEST(StrictTraining, F32ShortHorizon) {
   tol.ap = 1e-3;
   tol.state = 1e-2;  // after the validation pass too (measured 2.3e-3)
   expect_strict_matches_one_rank("tgn-f32", c, tol);
+}
+
+// Issue 6's GPU line: CUDA ranks over the MPI communicator follow the 1-rank CUDA trainer
+// (CUDA ops are f32: F32ShortHorizon's steps and tolerances). Skips without a usable GPU.
+TEST(StrictTraining, CudaRanksOverMpiMatchOneRank) {
+  std::string why;
+  if (!backend::cuda_usable(&why)) GTEST_SKIP() << why;
+  TrainerConfig c = tgn(200);
+  c.device = Device::cuda(0);
+  c.max_batches = 4;
+  Tolerance tol;
+  tol.ap = 1e-3;
+  tol.state = 1e-2;
+  expect_strict_matches_one_rank("tgn-cuda-f32", c, tol);
 }
 
 }  // namespace

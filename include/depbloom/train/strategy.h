@@ -120,9 +120,10 @@ class StrictStrategy final : public Strategy {
 
 // The strategies strategy.name accepts.
 const std::vector<std::string>& strategy_names();
-// The strategy `name` over `comm` (not owned; null: one device). With one rank every
-// strategy is single-device training, exactly. An unknown name is a config error naming
-// strategy.name.
+// The strategy `name` over `comm` (not owned; null: one device). With one rank on the local
+// communicator every strategy is single-device training, exactly; one rank on mpi or nccl
+// runs the strategy with its collectives (same numbers). An unknown name is a config error
+// naming strategy.name.
 std::unique_ptr<Strategy> make_strategy(const std::string& name, dist::Communicator* comm);
 
 }  // namespace depbloom::train

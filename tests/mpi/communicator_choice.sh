@@ -1,0 +1,70 @@
+#!/usr/bin/env bash
+# dist.communicator from the command line (tests/CMakeLists.txt, label mpi).
+#   communicator_choice.sh DEPBLOOM_TRAIN MPIRUN WORK_DIR CASE
+# CASE is one of
+#   one_rank_mpi     one rank with dist.communicator=mpi runs the strict strategy with its
+#                    collectives (sync points in metrics.jsonl) and gives the very numbers of
+#                    the plain single-device run: the same epoch loss, validation and test AP
+#   nccl_on_cpu      dist.communicator=nccl with --device cpu: exit 2 naming the key
+#   local_two_ranks  dist.communicator=local under mpirun -np 2: exit 2 naming the key
+set -uo pipefail
+
+bin=$1 mpirun=$2 work=$3 case=$4
+quick=(--device cpu --set train.epoch=1 --set run.max_batches=4 --set data.max_events=20000
+       --set run.progress=false --set run.checkpoint=false)
+launch=("$mpirun" --oversubscribe --allow-run-as-root --bind-to none)
+
+fail() {
+  echo "FAIL ($case): $*" >&2
+  exit 1
+}
+
+# run EXPECTED_RC COMMAND...: keeps the output in $out and checks the exit code.
+run() {
+  local expected=$1
+  shift
+  out=$(timeout 120 "$@" 2>&1)
+  local rc=$?
+  printf '%s\n' "$out" | tail -n 4
+  echo "exit=$rc (expected $expected)"
+  [[ $rc -eq $expected ]] || fail "exit code $rc, expected $expected"
+}
+
+# field FILE NAME: every value of "NAME": in FILE, one per line, in order.
+field() {
+  grep -o "\"$2\":[^,}]*" "$1"
+}
+
+rm -rf "$work/$case"
+mkdir -p "$work/$case"
+case $case in
+  one_rank_mpi)
+    run 0 "$bin" "${quick[@]}" --out "$work/$case/local"
+    run 0 "${launch[@]}" -np 1 "$bin" "${quick[@]}" --set dist.communicator=mpi \
+      --out "$work/$case/mpi"
+    for f in loss ap ap_batch_mean auc; do
+      a=$(field "$work/$case/local/metrics.jsonl" "$f")
+      b=$(field "$work/$case/mpi/metrics.jsonl" "$f")
+      [[ -n $a ]] || fail "no \"$f\" in the single-device metrics.jsonl"
+      [[ $a == "$b" ]] || fail "\"$f\" differs: single-device $a, one mpi rank $b"
+    done
+    [[ $(field "$work/$case/local/metrics.jsonl" sync_points | head -n 1) == '"sync_points":0' ]] ||
+      fail "the single-device run made collectives"
+    sync=$(field "$work/$case/mpi/metrics.jsonl" sync_points | head -n 1)
+    [[ $sync =~ ^\"sync_points\":[1-9][0-9]*$ ]] || fail "one mpi rank made no collective ($sync)"
+    echo "ok: identical loss and APs; one mpi rank: $sync"
+    ;;
+  nccl_on_cpu)
+    run 2 "$bin" "${quick[@]}" --set dist.communicator=nccl --out "$work/$case/run"
+    grep -q 'dist.communicator' <<<"$out" || fail "the message does not name dist.communicator"
+    ;;
+  local_two_ranks)
+    run 2 "${launch[@]}" -np 2 "$bin" "${quick[@]}" --set dist.communicator=local \
+      --out "$work/$case/run"
+    grep -q 'dist.communicator: local serves one rank' <<<"$out" ||
+      fail "the message does not name dist.communicator"
+    ;;
+  *)
+    fail "unknown case"
+    ;;
+esac
