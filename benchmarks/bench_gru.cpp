@@ -1,12 +1,16 @@
-// One GRU memory update of TGN on the CPU backend, forward and backward, in rows per second:
-// the two input gemms, the bias adds, the fused cell, and the backward's weight, bias and
-// input gradients (B rows, message width 372, memory width 100). A second benchmark times
-// the fused cell alone.
+// One GRU memory update of TGN, forward and backward, in rows per second: the two input
+// gemms, the bias adds, the fused cell, and the backward's weight, bias and input gradients
+// (B rows, message width 372, memory width 100). A second benchmark times the fused cell
+// alone. On the CPU backend always; on the CUDA backend too when a GPU is usable (each timed
+// iteration then ends with a synchronize).
 #include <benchmark/benchmark.h>
 
 #include <cstdint>
+#include <cstdio>
+#include <string>
 
 #include "depbloom/backend/ops.h"
+#include "depbloom/backend/runtime.h"
 #include "depbloom/core/memory.h"
 #include "depbloom/core/philox.h"
 
@@ -20,37 +24,48 @@ using depbloom::ops::Trans;
 constexpr int64_t kInput = 372;
 constexpr int64_t kHidden = 100;
 
-OwnedTensor random_tensor(Shape shape, uint32_t stream, float amplitude = 1.0f) {
+// Deterministic values in [-amplitude, amplitude), made on the host, then on `device`.
+OwnedTensor random_tensor(Shape shape, uint32_t stream, depbloom::Device device,
+                          float amplitude = 1.0f) {
   OwnedTensor t(DType::f32, shape);
   float* p = t.data<float>();
   const depbloom::RngKey key{7, static_cast<uint32_t>(depbloom::RngPurpose::test), stream};
   for (int64_t i = 0; i < t.numel(); ++i)
     p[i] = amplitude * (2.0f * depbloom::uniform_float(depbloom::philox_u32(key, i, 0)) - 1.0f);
-  return t;
+  if (device.is_cpu()) return t;
+  OwnedTensor d(DType::f32, shape, device);
+  depbloom::ops::copy(d.view(), t.view());
+  return d;
 }
 
 // Everything one update touches, allocated once outside the timed loop.
 struct GruUpdate {
-  explicit GruUpdate(int64_t rows)
-      : x(random_tensor(Shape(rows, kInput), 1)),
-        h(random_tensor(Shape(rows, kHidden), 2)),
-        w_ih(random_tensor(Shape(3 * kHidden, kInput), 3, 0.05f)),
-        w_hh(random_tensor(Shape(3 * kHidden, kHidden), 4, 0.1f)),
-        b_ih(random_tensor(Shape(3 * kHidden), 5, 0.1f)),
-        b_hh(random_tensor(Shape(3 * kHidden), 6, 0.1f)),
-        dh_new(random_tensor(Shape(rows, kHidden), 7)),
-        gx(DType::f32, Shape(rows, 3 * kHidden)),
-        gh(DType::f32, Shape(rows, 3 * kHidden)),
-        gates(DType::f32, Shape(rows, 4 * kHidden)),
-        h_new(DType::f32, Shape(rows, kHidden)),
-        d_gx(DType::f32, Shape(rows, 3 * kHidden)),
-        d_gh(DType::f32, Shape(rows, 3 * kHidden)),
-        dh(DType::f32, Shape(rows, kHidden)),
-        dx(DType::f32, Shape(rows, kInput)),
-        dw_ih(OwnedTensor::zeros(DType::f32, Shape(3 * kHidden, kInput))),
-        dw_hh(OwnedTensor::zeros(DType::f32, Shape(3 * kHidden, kHidden))),
-        db_ih(OwnedTensor::zeros(DType::f32, Shape(3 * kHidden))),
-        db_hh(OwnedTensor::zeros(DType::f32, Shape(3 * kHidden))) {}
+  GruUpdate(int64_t rows, depbloom::Device dev)
+      : device(dev),
+        x(random_tensor(Shape(rows, kInput), 1, dev)),
+        h(random_tensor(Shape(rows, kHidden), 2, dev)),
+        w_ih(random_tensor(Shape(3 * kHidden, kInput), 3, dev, 0.05f)),
+        w_hh(random_tensor(Shape(3 * kHidden, kHidden), 4, dev, 0.1f)),
+        b_ih(random_tensor(Shape(3 * kHidden), 5, dev, 0.1f)),
+        b_hh(random_tensor(Shape(3 * kHidden), 6, dev, 0.1f)),
+        dh_new(random_tensor(Shape(rows, kHidden), 7, dev)),
+        gx(DType::f32, Shape(rows, 3 * kHidden), dev),
+        gh(DType::f32, Shape(rows, 3 * kHidden), dev),
+        gates(DType::f32, Shape(rows, 4 * kHidden), dev),
+        h_new(DType::f32, Shape(rows, kHidden), dev),
+        d_gx(DType::f32, Shape(rows, 3 * kHidden), dev),
+        d_gh(DType::f32, Shape(rows, 3 * kHidden), dev),
+        dh(DType::f32, Shape(rows, kHidden), dev),
+        dx(DType::f32, Shape(rows, kInput), dev),
+        dw_ih(OwnedTensor::zeros(DType::f32, Shape(3 * kHidden, kInput), dev)),
+        dw_hh(OwnedTensor::zeros(DType::f32, Shape(3 * kHidden, kHidden), dev)),
+        db_ih(OwnedTensor::zeros(DType::f32, Shape(3 * kHidden), dev)),
+        db_hh(OwnedTensor::zeros(DType::f32, Shape(3 * kHidden), dev)) {}
+
+  // The host waits for the device's queued work (a no-op on the CPU).
+  void finish() const {
+    if (device.is_cuda()) depbloom::backend::synchronize(device.index);
+  }
 
   void forward() {
     depbloom::ops::gemm(gx, x, Trans::N, w_ih, Trans::T);
@@ -70,6 +85,7 @@ struct GruUpdate {
     depbloom::ops::gemm(dh, d_gh, Trans::N, w_hh, Trans::N, 1.0, 1.0);  // dh += d_gh W_hh
   }
 
+  depbloom::Device device;
   OwnedTensor x, h, w_ih, w_hh, b_ih, b_hh, dh_new;
   OwnedTensor gx, gh, gates, h_new, d_gx, d_gh, dh, dx;
   OwnedTensor dw_ih, dw_hh, db_ih, db_hh;
@@ -81,45 +97,61 @@ void report_rows(benchmark::State& state, int64_t rows) {
                          benchmark::Counter::kIsRate);
 }
 
-void BM_GruUpdate(benchmark::State& state) {
+void gru_update(benchmark::State& state, depbloom::Device device) {
   const int64_t rows = state.range(0);
-  GruUpdate gru(rows);
+  GruUpdate gru(rows, device);
   for (auto _ : state) {
     gru.forward();
     gru.backward();
+    gru.finish();
     benchmark::DoNotOptimize(gru.dx.view().raw());
     benchmark::ClobberMemory();
   }
   report_rows(state, rows);
 }
 
-void BM_GruCellOnly(benchmark::State& state) {
+void gru_cell_only(benchmark::State& state, depbloom::Device device) {
   const int64_t rows = state.range(0);
-  GruUpdate gru(rows);
+  GruUpdate gru(rows, device);
   gru.forward();
   for (auto _ : state) {
     depbloom::ops::gru_cell_forward(gru.h_new, gru.gates, gru.gx, gru.gh, gru.h);
     depbloom::ops::gru_cell_backward(gru.d_gx, gru.d_gh, gru.dh, gru.dh_new, gru.gates, gru.h);
+    gru.finish();
     benchmark::DoNotOptimize(gru.d_gx.view().raw());
     benchmark::ClobberMemory();
   }
   report_rows(state, rows);
 }
 
-BENCHMARK(BM_GruUpdate)
-    ->ArgName("rows")
-    ->Arg(600)
-    ->Arg(1800)
-    ->Arg(20000)
-    ->Unit(benchmark::kMicrosecond)
-    ->UseRealTime();
-BENCHMARK(BM_GruCellOnly)
-    ->ArgName("rows")
-    ->Arg(1800)
-    ->Arg(20000)
-    ->Unit(benchmark::kMicrosecond)
-    ->UseRealTime();
+void register_device(const std::string& suffix, depbloom::Device device) {
+  benchmark::RegisterBenchmark(("BM_GruUpdate" + suffix).c_str(), gru_update, device)
+      ->ArgName("rows")
+      ->Arg(600)
+      ->Arg(1800)
+      ->Arg(20000)
+      ->Unit(benchmark::kMicrosecond)
+      ->UseRealTime();
+  benchmark::RegisterBenchmark(("BM_GruCellOnly" + suffix).c_str(), gru_cell_only, device)
+      ->ArgName("rows")
+      ->Arg(1800)
+      ->Arg(20000)
+      ->Unit(benchmark::kMicrosecond)
+      ->UseRealTime();
+}
 
 }  // namespace
 
-BENCHMARK_MAIN();
+int main(int argc, char** argv) {
+  register_device("", depbloom::Device::cpu());
+  std::string why;
+  if (depbloom::backend::cuda_usable(&why))
+    register_device("Cuda", depbloom::Device::cuda(0));
+  else
+    std::fprintf(stderr, "CUDA cases not run: %s\n", why.c_str());
+  benchmark::Initialize(&argc, argv);
+  if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
+  benchmark::RunSpecifiedBenchmarks();
+  benchmark::Shutdown();
+  return 0;
+}

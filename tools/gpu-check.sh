@@ -1,32 +1,147 @@
 #!/usr/bin/env bash
-# One short GPU session: build with CUDA for the local GPU, run the GPU suite (ops against
-# the CPU, the trainer's loss trace against the CPU's), the op benchmarks and a short
-# training benchmark on the GPU, and leave every log in $OUT (default ./gpu-check-out).
-# Meant for a machine with a GPU and the CUDA toolkit.
+# One short GPU session, every GPU line of issues 3, 5 and 6 in one command:
+#   - test_gpu: every CUDA op against the CPU op, the CUDA trainer's loss trace against the
+#     CPU's (TGN in both attention styles, JODIE, APAN);
+#   - test_dist_gpu under mpirun with 1 and 2 ranks (NCCL with one rank, MPI over CUDA
+#     tensors), and test_strict's CudaRanksOverMpiMatchOneRank (two CUDA ranks sharing GPU 0
+#     over MPI against the 1-rank CUDA trainer);
+#   - depbloom-train with one NCCL rank, and with two CUDA ranks over MPI next to one rank;
+#   - the CUDA cases of bench_gemm and bench_gru, and TGN, JODIE and APAN trained on WIKI
+#     on the GPU (benchmarks/train_models.sh).
+# Each step has a time limit and the whole stays within BUDGET_S seconds (default 540).
+# $OUT (default ./gpu-check-out) receives summary.txt (one line per step), logs.tar.gz
+# (every log and run folder, rewritten after each step, so a cut-off run still returns
+# what it did) and train_models.json.
+#
+# Programs: from .gpu-kit/kit.tar.xz when present (made here by tools/gpu-kit.sh: for a GPU
+# machine without DepBloom's dependencies, such as the lent H200), else built in build-gpu.
 set -uo pipefail
-cd "$(dirname "${BASH_SOURCE[0]}")/.."
-OUT=${OUT:-$PWD/gpu-check-out}
+cd "$(dirname "${BASH_SOURCE[0]}")/.." || exit 2
+root=$PWD
+OUT=${OUT:-$root/gpu-check-out}
+BUDGET_S=${BUDGET_S:-540}
 mkdir -p "$OUT"
-ARCH=${CMAKE_CUDA_ARCHITECTURES:-90}
+work=$(mktemp -d /tmp/gpu-check.XXXXXX)
+logs=$work/logs
+mkdir -p "$logs"
+summary=$OUT/summary.txt
+: >"$summary"
+
+note() { echo "$*" | tee -a "$summary"; }
+pack() { tar -C "$work" -czf "$OUT/logs.tar.gz" logs 2>/dev/null; }
+# step NAME LIMIT_S COMMAND...: runs COMMAND with its output in logs/NAME.log, within
+# LIMIT_S and what is left of the budget; one summary line with its exit code and time.
+step() {
+  local name=$1 limit=$2
+  shift 2
+  local left=$((BUDGET_S - SECONDS))
+  if ((left < 20)); then
+    note "$name: skipped (budget spent)"
+    return 1
+  fi
+  ((limit > left)) && limit=$left
+  local t0=$SECONDS
+  timeout -k 10 "$limit" "$@" >"$logs/$name.log" 2>&1
+  local rc=$?
+  note "$name: rc=$rc in $((SECONDS - t0)) s$( ((rc == 124 || rc == 137)) && echo " (time limit $limit s)")"
+  pack
+  return $rc
+}
+
 {
+  date -u +%FT%TZ
   nvidia-smi || true
-  start=$SECONDS
-  cmake -S . -B build-gpu -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES="$ARCH" &&
-    cmake --build build-gpu -j "$(nproc)"
-  echo "build: $((SECONDS - start)) s"
-} >"$OUT/build.log" 2>&1
-build-gpu/tests/test_gpu --gtest_brief=0 >"$OUT/test_gpu.log" 2>&1
-echo "test_gpu rc=$?" >>"$OUT/summary.txt"
-for b in build-gpu/benchmarks/bench_*; do
-  [ -x "$b" ] || continue
-  timeout 120 "$b" --benchmark_min_time=0.2 --benchmark_format=json >"$OUT/$(basename "$b").json" \
-    2>"$OUT/$(basename "$b").err"
-  echo "$(basename "$b") rc=$?" >>"$OUT/summary.txt"
-done
-# Training on the GPU: TGN, JODIE and APAN on WIKI, EPOCHS (default 1) each.
-BUILD=build-gpu DEVICE=cuda:0 EPOCHS=${EPOCHS:-1} OUT="$OUT/train_models.json" \
-  RUNS="$OUT/runs" MODELS="tgn-wiki jodie-wiki apan-wiki" \
-  timeout 400 benchmarks/train_models.sh >"$OUT/train_models.log" 2>&1
-echo "train_models rc=$?" >>"$OUT/summary.txt"
-cat "$OUT/summary.txt"
-tail -n 30 "$OUT/test_gpu.log"
+  nproc
+  uname -a
+  cat /etc/os-release 2>/dev/null | head -2
+} >"$logs/machine.log" 2>&1
+
+# ---- the programs --------------------------------------------------------------------
+if [[ -f .gpu-kit/kit.tar.xz ]]; then
+  kit=$work/kit
+  mkdir -p "$kit"
+  tar -C "$kit" -xJf .gpu-kit/kit.tar.xz
+  bin=$kit/bin
+  cp "$kit/README" "$logs/kit-README.txt"
+  # CUDA's libraries (and NCCL's, cuDNN's) come from this machine: the toolkit, or the
+  # Python packages' copies (nvidia-*).
+  cuda_dirs=()
+  for lib in $(readelf -d "$bin"/depbloom-train "$bin"/test_gpu 2>/dev/null |
+    grep -o 'lib\(cudart\|cublas\|cublasLt\|nccl\|cudnn\)[a-z_]*\.so[.0-9]*' | sort -u); do
+    found=$(find /usr/local/cuda/lib64 /usr/local/cuda/lib /usr/local/cuda/targets \
+      /usr/lib/x86_64-linux-gnu /opt /usr/local/lib /usr/lib/python3 -name "$lib" \
+      2>/dev/null | head -n 1)
+    echo "$lib: ${found:-NOT FOUND}" >>"$logs/libraries.log"
+    [[ -n $found ]] && cuda_dirs+=("$(dirname "$found")")
+  done
+  cuda_path=$(printf '%s\n' "${cuda_dirs[@]}" | awk '!seen[$0]++' | paste -sd:)
+  export LD_LIBRARY_PATH=$kit/lib${cuda_path:+:$cuda_path}${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+  export OPAL_PREFIX=$kit/root/usr
+  export PMIX_INSTALL_PREFIX=$kit/root/usr/lib/x86_64-linux-gnu/pmix2
+  mpirun=$kit/root/usr/bin/orterun
+  # The tests read the shipped data through the source folder compiled into them.
+  src=$(sed -n 's/^source folder: //p' "$kit/README")
+  if [[ -n $src && ! -e $src/data/wikipedia ]]; then
+    mkdir -p "$(dirname "$src")" && ln -sfn "$root" "$src"
+  fi
+else
+  step build 400 bash -c "cmake -S . -B build-gpu -G Ninja -DCMAKE_BUILD_TYPE=Release \
+    -DCMAKE_CUDA_ARCHITECTURES=${CMAKE_CUDA_ARCHITECTURES:-90} && cmake --build build-gpu -j $(nproc)"
+  bin=$work/bin
+  mkdir -p "$bin"
+  for p in build-gpu/depbloom-train build-gpu/depbloom-data build-gpu/tests/test_gpu \
+    build-gpu/tests/test_dist_gpu build-gpu/tests/test_strict build-gpu/benchmarks/bench_gemm \
+    build-gpu/benchmarks/bench_gru; do
+    [[ -x $p ]] && ln -s "$root/$p" "$bin/"
+  done
+  mpirun=$(command -v mpirun || echo mpirun)
+fi
+for p in "$bin"/*; do
+  echo "== $p"
+  ldd "$p" | grep -v 'linux-vdso'
+done >"$logs/ldd.log" 2>&1
+grep -q 'not found' "$logs/ldd.log" && note "libraries missing: $(grep 'not found' "$logs/ldd.log" | sort -u | tr -s ' \t' ' ' | paste -sd';')"
+
+# Open MPI as root, ranks sharing the cores and one GPU, no kernel-assisted copies.
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+export OMPI_MCA_rmaps_base_oversubscribe=1 OMPI_MCA_btl_vader_single_copy_mechanism=none
+export OMPI_MCA_pml=ob1 OMPI_MCA_btl=self,vader,tcp
+export OMP_WAIT_POLICY=passive
+launch=("$mpirun" --bind-to none -x LD_LIBRARY_PATH -x OPAL_PREFIX -x PMIX_INSTALL_PREFIX)
+quick=(--device cuda --set train.epoch=1 --set run.max_batches=30 --set run.progress=false)
+
+# ---- issues 3 and 5: ops and the trainer against the CPU -----------------------------
+step test_gpu 240 "$bin/test_gpu"
+# ---- issue 6: communicators and the strict strategy on CUDA --------------------------
+step dist_gpu_np1 90 "${launch[@]}" -np 1 "$bin/test_dist_gpu"
+step dist_gpu_np2 90 "${launch[@]}" -np 2 -x OMP_NUM_THREADS=4 "$bin/test_dist_gpu"
+step strict_cuda_np2 150 "${launch[@]}" -np 2 -x OMP_NUM_THREADS=4 "$bin/test_strict" \
+  --gtest_filter='*Cuda*'
+step train_nccl_np1 120 "${launch[@]}" -np 1 "$bin/depbloom-train" "${quick[@]}" \
+  --set dist.communicator=nccl --out "$logs/runs/nccl_np1"
+step train_cuda_1rank 120 "$bin/depbloom-train" "${quick[@]}" --set run.max_batches=4 \
+  --out "$logs/runs/cuda_1rank"
+step train_cuda_mpi_np2 120 "${launch[@]}" -np 2 -x OMP_NUM_THREADS=4 "$bin/depbloom-train" \
+  "${quick[@]}" --set run.max_batches=4 --set dist.communicator=mpi --out "$logs/runs/cuda_mpi_np2"
+if [[ -f $logs/runs/cuda_1rank/metrics.jsonl && -f $logs/runs/cuda_mpi_np2/metrics.jsonl ]]; then
+  python3 - "$logs/runs/cuda_1rank/metrics.jsonl" "$logs/runs/cuda_mpi_np2/metrics.jsonl" <<'EOF' | tee -a "$summary"
+import json, sys
+one, two = ([json.loads(l) for l in open(p)] for p in sys.argv[1:])
+def rel(a, b): return abs(a - b) / max(abs(b), 1e-12)
+e1, e2 = one[0], two[0]
+print("cli 2 CUDA ranks over mpi vs 1: epoch loss %.6f vs %.6f (rel %.1e); val AP %.6f vs %.6f (rel %.1e); sync points %s"
+      % (e2["loss"], e1["loss"], rel(e2["loss"], e1["loss"]), e2["val"]["ap"], e1["val"]["ap"],
+         rel(e2["val"]["ap"], e1["val"]["ap"]), e2.get("comm", {}).get("sync_points")))
+EOF
+fi
+# ---- speed ---------------------------------------------------------------------------
+step bench_gemm 90 "$bin/bench_gemm" --benchmark_filter=Cuda --benchmark_min_time=0.1 \
+  --benchmark_out="$logs/bench_gemm.json" --benchmark_out_format=json
+step bench_gru 90 "$bin/bench_gru" --benchmark_filter=Cuda --benchmark_min_time=0.1 \
+  --benchmark_out="$logs/bench_gru.json" --benchmark_out_format=json
+step train_models 300 env BUILD="$bin" DEVICE=cuda:0 EPOCHS="${EPOCHS:-3}" \
+  OUT="$OUT/train_models.json" RUNS="$logs/runs/train_models" \
+  MODELS="tgn-wiki jodie-wiki apan-wiki" benchmarks/train_models.sh
+pack
+note "total: $SECONDS s"
+tail -n 25 "$logs/test_gpu.log"
