@@ -35,7 +35,7 @@ field() {
   grep -o "\"$2\":[^,}]*" "$1"
 }
 
-rm -rf "$work/$case"
+rm -rf "${work:?}/$case"
 mkdir -p "$work/$case"
 case $case in
   one_rank_mpi)
