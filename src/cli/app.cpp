@@ -229,8 +229,15 @@ int run_train(int argc, char** argv) {
       return 0;
     }
 
-    if (cfg.get<int64_t>("run.threads") > 0)
+    if (cfg.get<int64_t>("run.threads") > 0) {
       backend::set_cpu_threads(static_cast<int>(cfg.get<int64_t>("run.threads")));
+    } else if (multi_rank && std::getenv("OMP_NUM_THREADS") == nullptr) {
+      // A hand-started mpirun: the ranks on this machine share its cores (cores / local
+      // ranks each, within the cores mpirun bound this rank to), as --ranks P does.
+      const long cores = sysconf(_SC_NPROCESSORS_ONLN);
+      const long share = std::max(1L, cores / std::max(1, env.local_size));
+      backend::set_cpu_threads(static_cast<int>(std::min<long>(share, backend::cpu_threads())));
+    }
     TrainCommand cmd;
     const std::string device_text = cfg.get<std::string>("run.device");
     cmd.device = parse_device(device_text);

@@ -105,7 +105,9 @@ void declare_depbloom_options(OptionRegistry& r) {
 
   r.add_int("run.seed", 0, "random seed for parameters, sampling and negatives", 0);
   r.add_string("run.device", "auto", "auto, cpu or cuda:N (auto: the first usable GPU, else CPU)");
-  r.add_int("run.threads", 0, "CPU threads; 0 uses all cores", 0);
+  r.add_int("run.threads", 0,
+            "CPU threads; 0 uses all cores (under mpirun: the cores over the ranks on the machine)",
+            0);
   r.add_string("run.out", "runs/<time>", "run folder for the config, logs and checkpoints");
   r.add_int("run.log_every", 100, "batches between progress lines; 0 logs epochs only", 0);
   r.add_bool("run.checkpoint", true,

@@ -1,12 +1,15 @@
 #!/usr/bin/env bash
-# dist.communicator from the command line (tests/CMakeLists.txt, label mpi).
-#   communicator_choice.sh DEPBLOOM_TRAIN MPIRUN WORK_DIR CASE
+# depbloom-train under mpirun: dist.communicator, and the threads of hand-started ranks
+# (tests/CMakeLists.txt, label mpi).
+#   mpi_cli_cases.sh DEPBLOOM_TRAIN MPIRUN WORK_DIR CASE
 # CASE is one of
 #   one_rank_mpi     one rank with dist.communicator=mpi runs the strict strategy with its
 #                    collectives (sync points in metrics.jsonl) and gives the very numbers of
 #                    the plain single-device run: the same epoch loss, validation and test AP
 #   nccl_on_cpu      dist.communicator=nccl with --device cpu: exit 2 naming the key
 #   local_two_ranks  dist.communicator=local under mpirun -np 2: exit 2 naming the key
+#   rank_threads     mpirun -np 2 without OMP_NUM_THREADS or run.threads: each rank uses
+#                    the machine's cores over 2 (at least 1), as --ranks 2 does
 set -uo pipefail
 
 bin=$1 mpirun=$2 work=$3 case=$4
@@ -63,6 +66,14 @@ case $case in
       --out "$work/$case/run"
     grep -q 'dist.communicator: local serves one rank' <<<"$out" ||
       fail "the message does not name dist.communicator"
+    ;;
+  rank_threads)
+    cores=$(getconf _SC_NPROCESSORS_ONLN)
+    want=$((cores / 2 > 0 ? cores / 2 : 1))
+    run 0 env -u OMP_NUM_THREADS "${launch[@]}" -np 2 "$bin" "${quick[@]}" --set run.max_batches=1 \
+      --out "$work/$case/run"
+    grep -q "device cpu, $want CPU threads" <<<"$out" ||
+      fail "expected $want CPU threads per rank on $cores cores: $(grep -o 'device cpu, [0-9]* CPU threads' <<<"$out")"
     ;;
   *)
     fail "unknown case"
