@@ -9,6 +9,7 @@
 #include <cstdio>
 #include <string>
 
+#include "bench_main.h"
 #include "depbloom/backend/ops.h"
 #include "depbloom/backend/runtime.h"
 #include "depbloom/core/memory.h"
@@ -149,9 +150,5 @@ int main(int argc, char** argv) {
     register_device("Cuda", depbloom::Device::cuda(0));
   else
     std::fprintf(stderr, "CUDA cases not run: %s\n", why.c_str());
-  benchmark::Initialize(&argc, argv);
-  if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
-  benchmark::RunSpecifiedBenchmarks();
-  benchmark::Shutdown();
-  return 0;
+  return dbbench::run_benchmarks(argc, argv);
 }

@@ -20,20 +20,12 @@ bin=$1 work=$2 data=$3 case=$4
 quick=(--device cpu --data "$data" --set train.epoch=1 --set run.max_batches=5
        --set data.max_events=20000 --set data.cache=false --set run.progress=false)
 
-fail() {
-  echo "FAIL ($case): $*" >&2
-  exit 1
-}
+# shellcheck source=tests/cli/case_helpers.sh
+source "$(dirname "${BASH_SOURCE[0]}")/case_helpers.sh"
 
 # run EXPECTED_RC ARGS...: runs depbloom-train, keeps its output in $out, checks the code.
 run() {
-  local expected=$1
-  shift
-  out=$("$bin" "$@" 2>&1)
-  local rc=$?
-  printf '%s\n' "$out"
-  echo "exit=$rc (expected $expected)"
-  [[ $rc -eq $expected ]] || fail "exit code $rc, expected $expected"
+  run_checked "$1" "$bin" "${@:2}"
 }
 
 # expect_in_output TEXT: the last run's output contains TEXT (fixed string).

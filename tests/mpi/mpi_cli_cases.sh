@@ -17,20 +17,14 @@ quick=(--device cpu --set train.epoch=1 --set run.max_batches=4 --set data.max_e
        --set run.progress=false --set run.checkpoint=false)
 launch=("$mpirun" --oversubscribe --allow-run-as-root --bind-to none)
 
-fail() {
-  echo "FAIL ($case): $*" >&2
-  exit 1
-}
+# shellcheck source=tests/cli/case_helpers.sh
+source "$(dirname "${BASH_SOURCE[0]}")/../cli/case_helpers.sh"
+CASE_TIMEOUT=120 CASE_TAIL=4  # read by run_checked
+export CASE_TIMEOUT CASE_TAIL
 
 # run EXPECTED_RC COMMAND...: keeps the output in $out and checks the exit code.
 run() {
-  local expected=$1
-  shift
-  out=$(timeout 120 "$@" 2>&1)
-  local rc=$?
-  printf '%s\n' "$out" | tail -n 4
-  echo "exit=$rc (expected $expected)"
-  [[ $rc -eq $expected ]] || fail "exit code $rc, expected $expected"
+  run_checked "$@"
 }
 
 # field FILE NAME: every value of "NAME": in FILE, one per line, in order.
