@@ -7,7 +7,8 @@
 #     over MPI against the 1-rank CUDA trainer);
 #   - depbloom-train with one NCCL rank, and with two CUDA ranks over MPI next to one rank;
 #   - the CUDA cases of bench_gemm and bench_gru, and TGN, JODIE and APAN trained on WIKI
-#     on the GPU (benchmarks/train_models.sh).
+#     on the GPU (benchmarks/train_models.sh);
+#   - with the time left, compute-sanitizer's memcheck over the op suites.
 # Each step has a time limit and the whole stays within BUDGET_S seconds (default 540).
 # $OUT (default ./gpu-check-out) receives summary.txt (one line per step), logs.tar.gz
 # (every log and run folder, rewritten after each step, so a cut-off run still returns
@@ -142,6 +143,12 @@ step bench_gru 90 "$bin/bench_gru" --benchmark_filter=Cuda --benchmark_min_time=
 step train_models 300 env BUILD="$bin" DEVICE=cuda:0 EPOCHS="${EPOCHS:-3}" \
   OUT="$OUT/train_models.json" RUNS="$logs/runs/train_models" \
   MODELS="tgn-wiki jodie-wiki apan-wiki" benchmarks/train_models.sh
+# ---- with what is left: compute-sanitizer's memcheck over the op suites ---------------
+sanitizer=$(command -v compute-sanitizer || ls /usr/local/cuda/bin/compute-sanitizer 2>/dev/null)
+if [[ -n $sanitizer ]]; then
+  step memcheck 150 "$sanitizer" --tool memcheck --error-exitcode 1 "$bin/test_gpu" \
+    --gtest_filter='GpuRows.*:GpuAttention.*:GpuDense.*:GpuMul.*'
+fi
 pack
 note "total: $SECONDS s"
 tail -n 25 "$logs/test_gpu.log"
