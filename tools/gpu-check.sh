@@ -69,9 +69,14 @@ if [[ -f .gpu-kit/kit.tar.xz ]]; then
   cuda_dirs=()
   for lib in $(readelf -d "$bin"/depbloom-train "$bin"/test_gpu 2>/dev/null |
     grep -o 'lib\(cudart\|cublas\|cublasLt\|nccl\|cudnn\)[a-z_]*\.so[.0-9]*' | sort -u); do
-    found=$(find /usr/local/cuda/lib64 /usr/local/cuda/lib /usr/local/cuda/targets \
-      /usr/lib/x86_64-linux-gnu /opt /usr/local/lib /usr/lib/python3 -name "$lib" \
-      2>/dev/null | head -n 1)
+    found=
+    for d in /usr/local/cuda/lib64 /usr/local/cuda/lib /usr/local/cuda/targets/x86_64-linux/lib \
+      /usr/lib/x86_64-linux-gnu; do
+      [[ -e $d/$lib ]] && found=$d/$lib && break
+    done
+    # Else the Python packages' copy (nvidia-nccl-cu13 and the like).
+    [[ -z $found ]] && found=$(find /opt /usr/local/lib /usr/lib/python3* -path '*nvidia*' \
+      -name "$lib" 2>/dev/null | head -n 1)
     echo "$lib: ${found:-NOT FOUND}" >>"$logs/libraries.log"
     [[ -n $found ]] && cuda_dirs+=("$(dirname "$found")")
   done
