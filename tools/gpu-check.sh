@@ -115,6 +115,13 @@ export OMPI_MCA_pml=ob1 OMPI_MCA_btl=self,vader,tcp
 export OMP_WAIT_POLICY=passive
 launch=("$mpirun" --bind-to none -x LD_LIBRARY_PATH -x OPAL_PREFIX -x PMIX_INSTALL_PREFIX)
 quick=(--device cuda --set train.epoch=1 --set run.max_batches=30 --set run.progress=false)
+# MPI itself first (two CPU ranks, a few steps): with shared memory, else over TCP alone.
+cpu_smoke=(-np 2 -x OMP_NUM_THREADS=2 "$bin/depbloom-train" --device cpu --set train.epoch=1
+  --set run.max_batches=2 --set data.max_events=20000 --set run.progress=false)
+if ! step mpi_smoke 60 "${launch[@]}" "${cpu_smoke[@]}" --out "$logs/runs/mpi_smoke"; then
+  export OMPI_MCA_btl=self,tcp
+  step mpi_smoke_tcp 60 "${launch[@]}" "${cpu_smoke[@]}" --out "$logs/runs/mpi_smoke_tcp"
+fi
 
 # ---- issues 3 and 5: ops and the trainer against the CPU -----------------------------
 step test_gpu 240 "$bin/test_gpu"
