@@ -245,11 +245,6 @@ int run_train(int argc, char** argv) {
     // communicator; a CUDA rank without a GPU index named takes its local rank's GPU
     // (round-robin: under the mpi communicator ranks may share one).
     const std::string comm_kind = cfg.get<std::string>("dist.communicator");
-    if (multi_rank && comm_kind == "local")
-      DB_THROW(config,
-               "dist.communicator: local serves one rank, but mpirun started {}; use "
-               "auto, mpi or nccl",
-               env.size);
     if (multi_rank || comm_kind == "mpi" || comm_kind == "nccl") {
       if (cmd.device.is_cuda() && device_text.find(':') == std::string::npos)
         cmd.device = Device::cuda(env.local_rank % backend::cuda_device_count());
