@@ -10,91 +10,68 @@
 #include <cstdio>
 #include <string>
 
-#include "bench_main.h"
+#include "bench_util.h"
 #include "depbloom/backend/ops.h"
 #include "depbloom/backend/runtime.h"
 #include "depbloom/core/memory.h"
-#include "depbloom/core/philox.h"
 
 namespace {
 
-using depbloom::DType;
+using depbloom::Device;
 using depbloom::OwnedTensor;
 using depbloom::Shape;
 
-// Deterministic values in [-1, 1): dense inputs keep OpenBLAS on its normal path.
+// Deterministic values in [-1, 1) on `device`.
 template <class T>
-OwnedTensor random_matrix(int64_t rows, int64_t cols, uint32_t stream) {
-  OwnedTensor t(depbloom::DTypeOf<T>::value, Shape(rows, cols));
-  T* p = t.data<T>();
-  const depbloom::RngKey key{42, static_cast<uint32_t>(depbloom::RngPurpose::test), stream};
-  for (int64_t i = 0; i < rows * cols; ++i)
-    p[i] = static_cast<T>(2.0f * depbloom::uniform_float(depbloom::philox_u32(key, i, 0)) - 1.0f);
-  return t;
+OwnedTensor random_matrix(int64_t rows, int64_t cols, uint32_t stream, Device device) {
+  return dbbench::random_tensor<T>(Shape(rows, cols), 42, stream, device);
 }
 
-// c [m,n] = a [m,k] b [k,n]; args: m, n, k.
+// Args m, n, k. The forward form c [m,n] = a [m,k] b [k,n], or the backward's weight
+// gradient dW [n,k] += dY^T [n,m] X [m,k] (transposed a, beta = 1). `launches` products per
+// timed iteration, then the host waits for the device (on CUDA: so the small shapes measure
+// the GPU rather than the host's wait).
 template <class T>
-void BM_Gemm(benchmark::State& state) {
+void time_gemm(benchmark::State& state, Device device, bool weight_grad, int launches) {
   const int64_t m = state.range(0), n = state.range(1), k = state.range(2);
-  OwnedTensor a = random_matrix<T>(m, k, 1), b = random_matrix<T>(k, n, 2);
-  OwnedTensor c(depbloom::DTypeOf<T>::value, Shape(m, n));
+  const OwnedTensor a =
+      weight_grad ? random_matrix<T>(m, n, 3, device) : random_matrix<T>(m, k, 1, device);
+  const OwnedTensor b =
+      weight_grad ? random_matrix<T>(m, k, 4, device) : random_matrix<T>(k, n, 2, device);
+  const OwnedTensor c = OwnedTensor::zeros(depbloom::DTypeOf<T>::value,
+                                           weight_grad ? Shape(n, k) : Shape(m, n), device);
+  const auto ta = weight_grad ? depbloom::ops::Trans::T : depbloom::ops::Trans::N;
+  const double beta = weight_grad ? 1.0 : 0.0;
   for (auto _ : state) {
-    depbloom::ops::gemm(c, a, depbloom::ops::Trans::N, b, depbloom::ops::Trans::N);
+    for (int i = 0; i < launches; ++i)
+      depbloom::ops::gemm(c.view(), a.view(), ta, b.view(), depbloom::ops::Trans::N, 1.0, beta);
+    if (device.is_cuda()) depbloom::backend::synchronize(device.index);
     benchmark::DoNotOptimize(c.view().raw());
     benchmark::ClobberMemory();
   }
   const double flops_per_call = 2.0 * static_cast<double>(m) * static_cast<double>(n) * k;
-  state.counters["flops"] = benchmark::Counter(
-      flops_per_call * static_cast<double>(state.iterations()), benchmark::Counter::kIsRate);
+  state.counters["flops"] =
+      benchmark::Counter(flops_per_call * launches * static_cast<double>(state.iterations()),
+                         benchmark::Counter::kIsRate);
 }
 
-// The backward's weight gradient: dW [n,k] += dY^T [n,m] X [m,k] (transposed a, beta = 1).
+template <class T>
+void BM_Gemm(benchmark::State& state) {
+  time_gemm<T>(state, Device::cpu(), false, 1);
+}
+
 template <class T>
 void BM_GemmWeightGrad(benchmark::State& state) {
-  const int64_t m = state.range(0), n = state.range(1), k = state.range(2);
-  OwnedTensor dy = random_matrix<T>(m, n, 3), x = random_matrix<T>(m, k, 4);
-  OwnedTensor dw = OwnedTensor::zeros(depbloom::DTypeOf<T>::value, Shape(n, k));
-  for (auto _ : state) {
-    depbloom::ops::gemm(dw, dy, depbloom::ops::Trans::T, x, depbloom::ops::Trans::N, 1.0, 1.0);
-    benchmark::DoNotOptimize(dw.view().raw());
-    benchmark::ClobberMemory();
-  }
-  const double flops_per_call = 2.0 * static_cast<double>(m) * static_cast<double>(n) * k;
-  state.counters["flops"] = benchmark::Counter(
-      flops_per_call * static_cast<double>(state.iterations()), benchmark::Counter::kIsRate);
+  time_gemm<T>(state, Device::cpu(), true, 1);
 }
 
-// The CUDA backend: kLaunches products per timed iteration, then one synchronize, so the
-// small shapes measure the GPU rather than the host's wait. Args: m, n, k, tf32 (0/1);
-// transposed_a selects the weight-gradient form (dW += dY^T X).
+// The CUDA backend, f32; arg 3 switches TF32 on (1) or off (0).
 constexpr int kLaunches = 20;
 
-void gemm_cuda(benchmark::State& state, bool transposed_a) {
-  const int64_t m = state.range(0), n = state.range(1), k = state.range(2);
+void gemm_cuda(benchmark::State& state, bool weight_grad) {
   depbloom::backend::set_tf32(state.range(3) != 0);
-  const depbloom::Device gpu = depbloom::Device::cuda(0);
-  const OwnedTensor ha =
-      transposed_a ? random_matrix<float>(m, n, 3) : random_matrix<float>(m, k, 1);
-  const OwnedTensor hb =
-      transposed_a ? random_matrix<float>(m, k, 4) : random_matrix<float>(k, n, 2);
-  OwnedTensor a(DType::f32, ha.view().shape(), gpu), b(DType::f32, hb.view().shape(), gpu);
-  OwnedTensor c(DType::f32, transposed_a ? Shape(n, k) : Shape(m, n), gpu);
-  depbloom::ops::copy(a.view(), ha.view());
-  depbloom::ops::copy(b.view(), hb.view());
-  depbloom::ops::fill(c.view(), 0.0);
-  const auto ta = transposed_a ? depbloom::ops::Trans::T : depbloom::ops::Trans::N;
-  const double beta = transposed_a ? 1.0 : 0.0;
-  for (auto _ : state) {
-    for (int i = 0; i < kLaunches; ++i)
-      depbloom::ops::gemm(c.view(), a.view(), ta, b.view(), depbloom::ops::Trans::N, 1.0, beta);
-    depbloom::backend::synchronize(0);
-  }
+  time_gemm<float>(state, Device::cuda(0), weight_grad, kLaunches);
   depbloom::backend::set_tf32(false);
-  const double flops_per_call = 2.0 * static_cast<double>(m) * static_cast<double>(n) * k;
-  state.counters["flops"] =
-      benchmark::Counter(flops_per_call * kLaunches * static_cast<double>(state.iterations()),
-                         benchmark::Counter::kIsRate);
 }
 
 void tgn_shapes(benchmark::internal::Benchmark* b) {

@@ -9,11 +9,10 @@
 #include <cstdio>
 #include <string>
 
-#include "bench_main.h"
+#include "bench_util.h"
 #include "depbloom/backend/ops.h"
 #include "depbloom/backend/runtime.h"
 #include "depbloom/core/memory.h"
-#include "depbloom/core/philox.h"
 
 namespace {
 
@@ -25,18 +24,10 @@ using depbloom::ops::Trans;
 constexpr int64_t kInput = 372;
 constexpr int64_t kHidden = 100;
 
-// Deterministic values in [-amplitude, amplitude), made on the host, then on `device`.
+// Deterministic values in [-amplitude, amplitude) on `device`.
 OwnedTensor random_tensor(Shape shape, uint32_t stream, depbloom::Device device,
                           float amplitude = 1.0f) {
-  OwnedTensor t(DType::f32, shape);
-  float* p = t.data<float>();
-  const depbloom::RngKey key{7, static_cast<uint32_t>(depbloom::RngPurpose::test), stream};
-  for (int64_t i = 0; i < t.numel(); ++i)
-    p[i] = amplitude * (2.0f * depbloom::uniform_float(depbloom::philox_u32(key, i, 0)) - 1.0f);
-  if (device.is_cpu()) return t;
-  OwnedTensor d(DType::f32, shape, device);
-  depbloom::ops::copy(d.view(), t.view());
-  return d;
+  return dbbench::random_tensor<float>(shape, 7, stream, device, amplitude);
 }
 
 // Everything one update touches, allocated once outside the timed loop.
