@@ -115,6 +115,9 @@ void declare_depbloom_options(OptionRegistry& r) {
   r.add_int("run.max_batches", 0,
             "stop each epoch after N training batches (0: all); for smoke runs", 0);
   r.add_bool("run.progress", true, "print a progress line during long epochs");
+  r.add_bool("run.step_log", false,
+             "write every training step's loss to steps.jsonl in the run folder (to compare "
+             "runs step by step)");
 
   r.add_enum("dist.communicator", "auto", {"auto", "local", "mpi", "nccl"},
              "auto: nccl for CUDA ranks (when built with NCCL), else mpi, local for one rank; "

@@ -216,6 +216,7 @@ int run_train_command(OptionRegistry& cfg, const TrainCommand& cmd) {
   const bool save_files = cfg.get<bool>("run.checkpoint");
   const bool progress_on = cfg.get<bool>("run.progress");
   const int64_t log_every = cfg.get<int64_t>("run.log_every");
+  const bool step_log = cfg.get<bool>("run.step_log");
   int first_epoch = 1, best_epoch = 0, stale = 0;
   double best_ap = -1.0;
   Checkpoint best;
@@ -253,7 +254,14 @@ int run_train_command(OptionRegistry& cfg, const TrainCommand& cmd) {
                    s * static_cast<double>(total - done) / static_cast<double>(done));
     };
     watch.restart();
+    const size_t steps_before = trainer.loss_trace().size();
     train::EpochResult r = trainer.run_epoch(epoch, progress);
+    if (writer && step_log) {
+      const auto& trace = trainer.loss_trace();
+      for (size_t i = steps_before; i < trace.size(); ++i)
+        append_line(run_dir / "steps.jsonl",
+                    {{"epoch", epoch}, {"step", i - steps_before + 1}, {"loss", trace[i]}});
+    }
     const double eps = static_cast<double>(r.events) / r.train_seconds;
     spdlog::info("epoch {}/{}: loss {:.4f}, {:.2f} s ({:.0f} events/s); {}{}{}{}", epoch, epochs,
                  r.loss, r.train_seconds, eps, eval_text("val", r.val), r.val_new.valid ? "; " : "",
