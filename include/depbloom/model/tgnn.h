@@ -21,59 +21,9 @@
 #include "depbloom/model/node_state.h"
 #include "depbloom/model/parameters.h"
 #include "depbloom/model/temporal_attention.h"
+#include "depbloom/model/tgnn_config.h"
 
 namespace depbloom::model {
-
-enum class MemoryKind { none, gru, rnn, transformer };
-enum class EmbeddingKind { attention, identity, jodie };
-
-constexpr int kMaxHops = 4;
-
-enum class NeighbourReads { automatic, table, slots };
-
-struct TgnnConfig {
-  MemoryKind memory = MemoryKind::gru;
-  EmbeddingKind embedding = EmbeddingKind::attention;
-  // TGL's attention layer or the TGN authors' (see AttentionStyle); the defaults here are
-  // configs/tgn-wiki.yaml's (the TGN authors' layer, dropout 0.1).
-  AttentionStyle attention_style = AttentionStyle::tgn;
-  int64_t d_mem = 100;       // node memory width
-  int64_t d_mem_time = 100;  // time encoding of the mail's age in the updater
-  int64_t d_edge = 0;        // edge feature width of the stream (0: none)
-  int64_t d_emb = 100;       // attention output width
-  int64_t d_gnn_time = 100;  // time encoding in the attention layers
-  int layers = 1;            // attention layers (each one sampled hop)
-  int heads = 2;             // attention heads
-  int neighbours = 10;       // sampled neighbours per hop
-  int memory_heads = 2;      // heads of the transformer (APAN) updater
-  int mailbox = 1;           // mail slots per node
-  // Time encoded with a mail in the recurrent updaters: false (TGL) t_read - t_last_update,
-  // computed when the mail is read; true (the TGN authors' code) t_event - t_last_update
-  // as of the mail's event, fixed when it is written (the planner stores it as mail_ts).
-  bool mail_dt_at_event = false;
-  // A node whose mailbox is empty keeps its memory (as in the TGN authors' code) instead of
-  // running the updater on a zero mail (TGL). The planner puts those rows last.
-  bool skip_empty_mailbox = true;
-  // JODIE's time projection reads dt = t - t_last normalised. time_scale 0: TGL's
-  // dt / (t + 1); else the TGN authors' standardisation (dt - time_shift) / time_scale,
-  // with the mean and standard deviation of the training events' per-node time gaps.
-  double time_shift = 0.0, time_scale = 0.0;
-  double dropout = 0.1;
-  // How the first attention layer reads its neighbours: as rows of the updated memory
-  // (table mode) when there are fewer rows than slots (automatic), or always one way. Both
-  // give the same model; the fixed choices let tests check each path.
-  NeighbourReads neighbour_reads = NeighbourReads::automatic;
-
-  int64_t d_mail() const { return 2 * d_mem + d_edge; }
-  // Width of a node's input to the embedding: its memory, or one zero column without
-  // memory (the stream has no node features; a zero input adds nothing).
-  int64_t d_input() const { return memory == MemoryKind::none ? 1 : d_mem; }
-  int64_t d_out() const { return embedding == EmbeddingKind::attention ? d_emb : d_input(); }
-  int hops() const { return embedding == EmbeddingKind::attention ? layers : 0; }
-};
-
-// Checks the combination (layer counts, widths, heads); throws config errors naming keys.
-void validate(const TgnnConfig& cfg);
 
 // One batch on the model's device. Hop-0 roots are (2+K)B: the B sources, the B positive
 // destinations, then K blocks of B negatives. U "memory rows" are the distinct (node,
