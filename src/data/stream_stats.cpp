@@ -51,6 +51,28 @@ void check_shape(const EventStream& s) {
 
 }  // namespace
 
+// The degree distributions: in-degree (popularity), out-degree (activity, with the share of
+// one-event sources and of the top 1% sources' events) and total degree with its power law.
+void degree_statistics(StreamStats& st, const std::vector<int64_t>& in,
+                       const std::vector<int64_t>& out, const std::vector<int64_t>& degree) {
+  const int64_t e = st.num_events;
+  std::vector<int64_t> sorted;
+  st.popularity = quantiles_of(in, sorted);
+  st.activity = quantiles_of(out, sorted);
+  if (!sorted.empty() && e > 0) {
+    const auto ones = std::upper_bound(sorted.begin(), sorted.end(), int64_t{1}) - sorted.begin();
+    st.activity_one_share = static_cast<double>(ones) / static_cast<double>(sorted.size());
+    const size_t top = std::max<size_t>(
+        1, static_cast<size_t>(std::llround(0.01 * static_cast<double>(sorted.size()))));
+    double top_events = 0.0;
+    for (size_t j = sorted.size() - top; j < sorted.size(); ++j) top_events += sorted[j];
+    st.activity_top1pct_share = top_events / static_cast<double>(e);
+  }
+  st.degree = quantiles_of(degree, sorted);
+  st.active_nodes = st.degree.count;
+  st.degree_power_law = fit_discrete_power_law(sorted);
+}
+
 StreamStats compute_stream_stats(const EventStream& stream) {
   check_shape(stream);
   StreamStats st;
@@ -116,21 +138,7 @@ StreamStats compute_stream_stats(const EventStream& stream) {
     st.repeat_last5_share = static_cast<double>(last5) / static_cast<double>(repeats);
   }
 
-  std::vector<int64_t> sorted;
-  st.popularity = quantiles_of(in, sorted);
-  st.activity = quantiles_of(out, sorted);
-  if (!sorted.empty() && e > 0) {
-    const auto ones = std::upper_bound(sorted.begin(), sorted.end(), int64_t{1}) - sorted.begin();
-    st.activity_one_share = static_cast<double>(ones) / static_cast<double>(sorted.size());
-    const size_t top = std::max<size_t>(
-        1, static_cast<size_t>(std::llround(0.01 * static_cast<double>(sorted.size()))));
-    double top_events = 0.0;
-    for (size_t j = sorted.size() - top; j < sorted.size(); ++j) top_events += sorted[j];
-    st.activity_top1pct_share = top_events / static_cast<double>(e);
-  }
-  st.degree = quantiles_of(degree, sorted);
-  st.active_nodes = st.degree.count;
-  st.degree_power_law = fit_discrete_power_law(sorted);
+  degree_statistics(st, in, out, degree);
   return st;
 }
 

@@ -74,6 +74,29 @@ void stop_now(int sig) {
 
 }  // namespace
 
+namespace {
+
+// The forked child: the launcher's own handling and mask (exec turns handlers into the
+// default, ignored stays ignored), and SIGTERM should the launcher die (killed with SIGKILL
+// it cannot forward anything), so that mpirun never outlives it; exec's errno goes to
+// `report` when exec fails.
+[[noreturn]] void exec_child(std::vector<char*>& argv,
+                             const std::array<struct sigaction, kStopSignals.size()>& previous,
+                             const sigset_t& old, pid_t parent, int report) {
+  for (size_t i = 0; i < kStopSignals.size(); ++i)
+    sigaction(kStopSignals[i], &previous[i], nullptr);
+  sigprocmask(SIG_SETMASK, &old, nullptr);
+  ::prctl(PR_SET_PDEATHSIG, SIGTERM);
+  if (::getppid() != parent) ::_exit(128 + SIGTERM);
+  ::execvp(argv[0], argv.data());
+  const int err = errno;
+  ssize_t n = ::write(report, &err, sizeof err);
+  (void)n;
+  ::_exit(127);
+}
+
+}  // namespace
+
 int run_launcher(const std::vector<std::string>& args, const std::string& who) {
   DB_ASSERT(!args.empty(), "run_launcher: no program to run");
   std::vector<char*> argv;
@@ -110,21 +133,7 @@ int run_launcher(const std::vector<std::string>& args, const std::string& who) {
   std::fflush(stderr);
   const pid_t parent = ::getpid();
   const pid_t pid = ::fork();
-  if (pid == 0) {
-    // The child: the launcher's own handling and mask (exec turns handlers into the
-    // default, ignored stays ignored), and SIGTERM should the launcher die (killed with
-    // SIGKILL it cannot forward anything), so that mpirun never outlives it.
-    for (size_t i = 0; i < kStopSignals.size(); ++i)
-      sigaction(kStopSignals[i], &previous[i], nullptr);
-    sigprocmask(SIG_SETMASK, &old, nullptr);
-    ::prctl(PR_SET_PDEATHSIG, SIGTERM);
-    if (::getppid() != parent) ::_exit(128 + SIGTERM);
-    ::execvp(argv[0], argv.data());
-    const int err = errno;
-    ssize_t n = ::write(report[1], &err, sizeof err);
-    (void)n;
-    ::_exit(127);
-  }
+  if (pid == 0) exec_child(argv, previous, old, parent, report[1]);
   if (pid < 0) {
     const int err = errno;
     restore();

@@ -68,23 +68,54 @@ TemporalCsr TemporalCsr::build(const int32_t* src, const int32_t* dst, const dou
   return build_from(src, dst, ts, num_events, nullptr, num_events, num_nodes, direction);
 }
 
+namespace {
+
+[[noreturn]] void throw_invalid_event(const int32_t* src, const int32_t* dst, const double* ts,
+                                      int64_t total, const int64_t* ids, int64_t bad,
+                                      int32_t num_nodes) {
+  const int64_t e = ids != nullptr ? ids[bad] : bad;
+  if (e < 0 || e >= total || (ids != nullptr && bad > 0 && e <= ids[bad - 1])) {
+    DB_THROW(data, "event list for the temporal CSR: entry {} is {}, not ascending in [0, {})",
+             bad, e, total);
+  }
+  DB_THROW(data,
+           "event {} (src {}, dst {}, ts {}) cannot enter the temporal CSR: ids must lie in "
+           "[0, {}) and timestamps must be non-decreasing and not NaN",
+           e, src[e], dst[e], ts[e], num_nodes);
+}
+
+// From the chunks' slot counts per node, cursor[c * n + v]: indptr (every node's first slot)
+// and, in cursor, each chunk's offset inside each node's list. Returns the largest degree.
+int64_t offsets_from_counts(std::vector<int64_t>& indptr, std::vector<int64_t>& cursor,
+                            int64_t chunks, int32_t num_nodes) {
+  const auto n = static_cast<size_t>(num_nodes);
+  indptr.assign(n + 1, 0);
+  int64_t max_degree = 0;
+#pragma omp parallel for schedule(static) reduction(max : max_degree)
+  for (int64_t v = 0; v < num_nodes; ++v) {
+    int64_t degree = 0;
+    for (int64_t c = 0; c < chunks; ++c) {
+      int64_t& entry = cursor[static_cast<size_t>(c) * n + static_cast<size_t>(v)];
+      const int64_t count = entry;
+      entry = degree;  // offset of chunk c inside v's list, made absolute by indptr
+      degree += count;
+    }
+    indptr[static_cast<size_t>(v) + 1] = degree;
+    max_degree = std::max(max_degree, degree);
+  }
+  for (size_t v = 0; v < n; ++v) indptr[v + 1] += indptr[v];
+  return max_degree;
+}
+
+}  // namespace
+
 TemporalCsr TemporalCsr::build_from(const int32_t* src, const int32_t* dst, const double* ts,
                                     int64_t total, const int64_t* ids, int64_t num_events,
                                     int32_t num_nodes, CsrDirection direction) {
   DB_ASSERT(num_nodes >= 0 && num_events >= 0 && num_events <= total,
             "bad sizes: {} nodes, {} of {} events", num_nodes, num_events, total);
   const int64_t bad = first_invalid_event(src, dst, ts, total, ids, num_events, num_nodes);
-  if (bad < num_events) {
-    const int64_t e = ids != nullptr ? ids[bad] : bad;
-    if (e < 0 || e >= total || (ids != nullptr && bad > 0 && e <= ids[bad - 1])) {
-      DB_THROW(data, "event list for the temporal CSR: entry {} is {}, not ascending in [0, {})",
-               bad, e, total);
-    }
-    DB_THROW(data,
-             "event {} (src {}, dst {}, ts {}) cannot enter the temporal CSR: ids must lie in "
-             "[0, {}) and timestamps must be non-decreasing and not NaN",
-             e, src[e], dst[e], ts[e], num_nodes);
-  }
+  if (bad < num_events) throw_invalid_event(src, dst, ts, total, ids, bad, num_nodes);
   auto event_at = [ids](int64_t i) { return ids != nullptr ? ids[i] : i; };
 
   TemporalCsr csr;
@@ -113,22 +144,7 @@ TemporalCsr TemporalCsr::build_from(const int32_t* src, const int32_t* dst, cons
     }
   }
 
-  csr.indptr_.assign(n + 1, 0);
-  int64_t max_degree = 0;
-#pragma omp parallel for schedule(static) reduction(max : max_degree)
-  for (int64_t v = 0; v < num_nodes; ++v) {
-    int64_t degree = 0;
-    for (int64_t c = 0; c < chunks; ++c) {
-      int64_t& entry = cursor[static_cast<size_t>(c) * n + static_cast<size_t>(v)];
-      const int64_t count = entry;
-      entry = degree;  // offset of chunk c inside v's list, made absolute below
-      degree += count;
-    }
-    csr.indptr_[static_cast<size_t>(v) + 1] = degree;
-    max_degree = std::max(max_degree, degree);
-  }
-  for (size_t v = 0; v < n; ++v) csr.indptr_[v + 1] += csr.indptr_[v];
-  csr.max_degree_ = max_degree;
+  csr.max_degree_ = offsets_from_counts(csr.indptr_, cursor, chunks, num_nodes);
 
   const int64_t slots = csr.indptr_[n];
   csr.slot_nbr_.resize(static_cast<size_t>(slots));
