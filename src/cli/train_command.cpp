@@ -1,40 +1,26 @@
-// depbloom-train's training command: config -> TrainerConfig, the epoch loop with its
-// progress line, metrics.jsonl, checkpoints (last and best), early stopping, the final
-// test with the best checkpoint, --resume and --eval-only.
+// depbloom-train's training command: config -> TrainerConfig, data, and train::fit with a
+// logging observer (the progress line, the epoch and stage lines, the final test), or the
+// test of one checkpoint for --eval-only.
 #include "depbloom/cli/train_command.h"
 
 #include <spdlog/spdlog.h>
 
 #include <cstdlib>
-#include <cstring>
-#include <filesystem>
-#include <fstream>
 #include <nlohmann/json.hpp>
 
 #include "depbloom/core/timer.h"
 #include "depbloom/data/loader.h"
 #include "depbloom/data/split.h"
+#include "depbloom/train/fit.h"
+#include "depbloom/train/run_log.h"
 
 namespace depbloom::cli {
-namespace fs = std::filesystem;
 using nlohmann::json;
 
 namespace {
 
 void require(bool ok, const char* key, const std::string& why) {
   if (!ok) DB_THROW(config, "{}: {}", key, why);
-}
-
-json eval_json(const train::EvalResult& r) {
-  if (!r.valid) return nullptr;
-  json j = {{"events", r.events},
-            {"ap", r.whole.ap},
-            {"auc", r.whole.auc},
-            {"ap_batch_mean", r.batch_mean.ap},
-            {"auc_batch_mean", r.batch_mean.auc},
-            {"seconds", r.seconds}};
-  if (r.mrr >= 0) j["mrr"] = r.mrr;
-  return j;
 }
 
 std::string eval_text(const char* name, const train::EvalResult& r) {
@@ -45,30 +31,9 @@ std::string eval_text(const char* name, const train::EvalResult& r) {
   return s;
 }
 
-// The epoch's collectives: sync points (blocking calls, on the critical path) and, per kind,
-// calls and bytes.
-json comm_json(const train::EpochResult& r) {
-  json j = {{"ranks", r.ranks},
-            {"strategy", r.strategy},
-            {"sync_points", r.comm.total_calls()},
-            {"local_events", r.local_events},
-            {"exchanged_rows", r.exchanged_rows},
-            {"exchanged_mails", r.exchanged_mails}};
-  int64_t nonblocking = 0;
-  for (int k = 0; k < dist::kNumCollectiveKinds; ++k) {
-    const auto kind = static_cast<dist::CollectiveKind>(k);
-    const dist::CollectiveCounts& c = r.comm[kind];
-    nonblocking += c.nonblocking;
-    j[dist::collective_name(kind)] = {
-        {"calls", c.calls}, {"nonblocking", c.nonblocking}, {"bytes", c.bytes}};
-  }
-  j["sync_points"] = r.comm.total_calls() - nonblocking;
-  return j;
-}
-
 std::string comm_text(const train::EpochResult& r) {
   if (r.ranks <= 1) return "";
-  const json j = comm_json(r);
+  const json j = train::comm_json(r);
   std::string s = fmt::format("; {} ranks ({}): {} sync points", r.ranks, r.strategy,
                               j["sync_points"].get<int64_t>());
   for (int k = 0; k < dist::kNumCollectiveKinds; ++k) {
@@ -81,11 +46,69 @@ std::string comm_text(const train::EpochResult& r) {
   return s;
 }
 
-void append_line(const fs::path& file, const json& line) {
-  std::ofstream out(file, std::ios::app);
-  out << line.dump() << "\n";
-  if (!out) DB_THROW(runtime, "cannot write {}", file.string());
+std::string stages_text(const train::EpochResult& r) {
+  std::string s = "  stages:";
+  for (int i = 0; i < train::kStages; ++i)
+    s += fmt::format(" {} {:.2f} s,", train::stage_name(static_cast<train::Stage>(i)),
+                     r.stages.seconds[static_cast<size_t>(i)]);
+  return s + fmt::format(" evaluation {:.2f} s; {:.0f} memory rows per step", r.eval_seconds,
+                         r.memory_rows);
 }
+
+// The log lines of a run: progress within an epoch, each epoch's result, the test.
+class LoggingObserver final : public train::FitObserver {
+ public:
+  LoggingObserver(const OptionRegistry& cfg, int rank)
+      : progress_on_(cfg.get<bool>("run.progress")),
+        log_every_(cfg.get<int64_t>("run.log_every")),
+        batch_(cfg.get<int64_t>("train.batch_size")),
+        rank_(rank),
+        fail_rank_(std::getenv("DEPBLOOM_TEST_FAIL_RANK")) {}
+
+  void on_resume(const std::string& dir, int last_epoch, int best_epoch) override {
+    spdlog::info("resuming {} after epoch {} (best so far: epoch {})", dir, last_epoch, best_epoch);
+  }
+
+  void on_progress(int epoch, int64_t done, int64_t total, double loss) override {
+    if (done == 1) epoch_watch_.restart(), since_log_.restart();
+    // For the failure test (tests/CMakeLists.txt): this rank throws after its second step.
+    if (fail_rank_ != nullptr && std::atoi(fail_rank_) == rank_ && done == 2)
+      DB_THROW(runtime, "failing on purpose (DEPBLOOM_TEST_FAIL_RANK={}) in epoch {}", fail_rank_,
+               epoch);
+    const bool every = log_every_ > 0 && done % log_every_ == 0;
+    if (!progress_on_ || done == total || (!every && since_log_.seconds() < 10.0)) return;
+    since_log_.restart();
+    const double s = epoch_watch_.seconds();
+    spdlog::info("epoch {} [{}/{}] loss {:.4f}, {:.0f} events/s, ETA {:.0f} s", epoch, done, total,
+                 loss, static_cast<double>(done * batch_) / s,
+                 s * static_cast<double>(total - done) / static_cast<double>(done));
+  }
+
+  void on_epoch(const train::EpochResult& r, int epochs) override {
+    const double eps = static_cast<double>(r.events) / r.train_seconds;
+    spdlog::info("epoch {}/{}: loss {:.4f}, {:.2f} s ({:.0f} events/s); {}{}{}{}", r.epoch, epochs,
+                 r.loss, r.train_seconds, eps, eval_text("val", r.val), r.val_new.valid ? "; " : "",
+                 eval_text("new-node val", r.val_new), comm_text(r));
+    spdlog::info("{}", stages_text(r));
+  }
+
+  void on_early_stop(int epoch, int64_t stale) override {
+    spdlog::info("no validation gain for {} epochs: stopping after epoch {}", stale, epoch);
+  }
+
+  void on_test(const train::FitResult& r) override {
+    spdlog::info("best epoch {} (val per-batch AP {:.4f})", r.best_epoch, r.best_val_ap);
+    spdlog::info("{}", eval_text("test", r.test));
+    if (r.test_new.valid) spdlog::info("{}", eval_text("test (new nodes)", r.test_new));
+  }
+
+ private:
+  bool progress_on_;
+  int64_t log_every_, batch_;
+  int rank_;
+  const char* fail_rank_;
+  Stopwatch epoch_watch_, since_log_;
+};
 
 }  // namespace
 
@@ -165,11 +188,8 @@ train::TrainerConfig trainer_config(const OptionRegistry& cfg, Device device) {
 }
 
 int run_train_command(OptionRegistry& cfg, const TrainCommand& cmd) {
-  const fs::path run_dir = cmd.run_dir;
-  const fs::path metrics = run_dir / "metrics.jsonl";
   train::TrainerConfig tc = trainer_config(cfg, cmd.device);
   tc.comm = cmd.comm;
-  const bool writer = cmd.write_files;
 
   data::LoadOptions load;
   load.format = cfg.get<std::string>("data.format");
@@ -194,132 +214,26 @@ int run_train_command(OptionRegistry& cfg, const TrainCommand& cmd) {
 
   train::Trainer trainer(stream, split, tc);
   spdlog::info("model: {} parameters on {}", trainer.parameter_count(), cmd.device.str());
-  const std::string config_text = cfg.dump_yaml();
-
+  if (trainer.strategy().ranks() > 1)
+    spdlog::info("strategy {} over {} ranks: {}", trainer.strategy().name(),
+                 trainer.strategy().ranks(), train::strategy_entry(tc.strategy).summary);
+  const std::string run_dir = cmd.write_files ? cmd.run_dir : std::string();
   if (!cmd.eval_ckpt.empty()) {
-    Checkpoint c = read_checkpoint(cmd.eval_ckpt);
-    trainer.load(c);
-    auto [test, test_new] = trainer.test();
+    auto [test, test_new] = train::test_checkpoint(trainer, cmd.eval_ckpt, run_dir);
     spdlog::info("{}", eval_text("test", test));
     if (test_new.valid) spdlog::info("{}", eval_text("test (new nodes)", test_new));
-    if (writer)
-      append_line(metrics, {{"split", "test"},
-                            {"checkpoint", cmd.eval_ckpt},
-                            {"epoch", c.epoch},
-                            {"test", eval_json(test)},
-                            {"test_new_nodes", eval_json(test_new)}});
     return 0;
   }
-
-  const int epochs = static_cast<int>(cfg.get<int64_t>("train.epoch"));
-  const int64_t patience = cfg.get<int64_t>("train.patience");
-  const bool save_files = cfg.get<bool>("run.checkpoint");
-  const bool progress_on = cfg.get<bool>("run.progress");
-  const int64_t log_every = cfg.get<int64_t>("run.log_every");
-  const bool step_log = cfg.get<bool>("run.step_log");
-  int first_epoch = 1, best_epoch = 0, stale = 0;
-  double best_ap = -1.0;
-  Checkpoint best;
-  if (!cmd.resume_dir.empty()) {
-    Checkpoint last = read_checkpoint((fs::path(cmd.resume_dir) / "last.ckpt").string());
-    trainer.load(last);
-    first_epoch = static_cast<int>(last.epoch) + 1;
-    const fs::path best_file = fs::path(cmd.resume_dir) / "best.ckpt";
-    if (fs::exists(best_file)) {
-      best = read_checkpoint(best_file.string());
-      best_epoch = static_cast<int>(best.epoch);
-      const CheckpointBlob& ap = best.get("meta.val_ap", DType::f64, {1});
-      std::memcpy(&best_ap, ap.bytes.data(), sizeof(double));
-      stale = first_epoch - 1 - best_epoch;
-    }
-    spdlog::info("resuming {} after epoch {} (best so far: epoch {})", cmd.resume_dir,
-                 first_epoch - 1, best_epoch);
-  }
-
-  // For the failure test (tests/CMakeLists.txt): this rank throws after its second step.
-  const char* fail_rank = std::getenv("DEPBLOOM_TEST_FAIL_RANK");
-  const int my_rank = cmd.comm != nullptr ? cmd.comm->rank() : 0;
-  for (int epoch = first_epoch; epoch <= epochs; ++epoch) {
-    Stopwatch since_log;
-    auto progress = [&](int64_t done, int64_t total, double loss) {
-      if (fail_rank != nullptr && std::atoi(fail_rank) == my_rank && done == 2)
-        DB_THROW(runtime, "failing on purpose (DEPBLOOM_TEST_FAIL_RANK={}) in epoch {}", fail_rank,
-                 epoch);
-      const bool every = log_every > 0 && done % log_every == 0;
-      if (!progress_on || done == total || (!every && since_log.seconds() < 10.0)) return;
-      since_log.restart();
-      const double s = watch.seconds();
-      spdlog::info("epoch {} [{}/{}] loss {:.4f}, {:.0f} events/s, ETA {:.0f} s", epoch, done,
-                   total, loss, static_cast<double>(done * tc.batch_size) / s,
-                   s * static_cast<double>(total - done) / static_cast<double>(done));
-    };
-    watch.restart();
-    const size_t steps_before = trainer.loss_trace().size();
-    train::EpochResult r = trainer.run_epoch(epoch, progress);
-    if (writer && step_log) {
-      const auto& trace = trainer.loss_trace();
-      for (size_t i = steps_before; i < trace.size(); ++i)
-        append_line(run_dir / "steps.jsonl",
-                    {{"epoch", epoch}, {"step", i - steps_before + 1}, {"loss", trace[i]}});
-    }
-    const double eps = static_cast<double>(r.events) / r.train_seconds;
-    spdlog::info("epoch {}/{}: loss {:.4f}, {:.2f} s ({:.0f} events/s); {}{}{}{}", epoch, epochs,
-                 r.loss, r.train_seconds, eps, eval_text("val", r.val), r.val_new.valid ? "; " : "",
-                 eval_text("new-node val", r.val_new), comm_text(r));
-    spdlog::info(
-        "  stages: sample {:.2f} s, gather {:.2f} s, memory update {:.2f} s, forward "
-        "{:.2f} s, backward {:.2f} s, optimiser {:.2f} s, write-back {:.2f} s, "
-        "evaluation {:.2f} s; {:.0f} memory rows per batch",
-        r.stages.sample, r.stages.gather, r.stages.memory_update, r.stages.forward,
-        r.stages.backward, r.stages.optimiser, r.stages.write_back, r.eval_seconds, r.memory_rows);
-    if (writer)
-      append_line(metrics, {{"epoch", epoch},
-                            {"loss", r.loss},
-                            {"train_events", r.events},
-                            {"train_seconds", r.train_seconds},
-                            {"events_per_s", eps},
-                            {"memory_rows_per_batch", r.memory_rows},
-                            {"val", eval_json(r.val)},
-                            {"val_new_nodes", eval_json(r.val_new)},
-                            {"eval_seconds", r.eval_seconds},
-                            {"stage_s",
-                             {{"sample", r.stages.sample},
-                              {"gather", r.stages.gather},
-                              {"memory_update", r.stages.memory_update},
-                              {"forward", r.stages.forward},
-                              {"backward", r.stages.backward},
-                              {"optimiser", r.stages.optimiser},
-                              {"write_back", r.stages.write_back},
-                              {"evaluation", r.eval_seconds}}},
-                            {"comm", comm_json(r)}});
-    const double val_ap = r.val.valid ? r.val.batch_mean.ap : -r.loss;
-    const bool improved = val_ap > best_ap;
-    Checkpoint now = trainer.save(epoch, config_text);
-    if (improved) {
-      best_ap = val_ap, best_epoch = epoch, stale = 0;
-      best = now;
-      best.add("meta.val_ap", DType::f64, {1}, &best_ap, sizeof(double));
-      if (save_files && writer) write_checkpoint((run_dir / "best.ckpt").string(), best);
-    } else {
-      ++stale;
-    }
-    if (save_files && writer) write_checkpoint((run_dir / "last.ckpt").string(), now);
-    if (patience > 0 && stale >= patience) {
-      spdlog::info("no validation gain for {} epochs: stopping after epoch {}", stale, epoch);
-      break;
-    }
-  }
-
-  if (best_epoch > 0) trainer.load(best);
-  auto [test, test_new] = trainer.test();
-  spdlog::info("best epoch {} (val per-batch AP {:.4f})", best_epoch, best_ap);
-  spdlog::info("{}", eval_text("test", test));
-  if (test_new.valid) spdlog::info("{}", eval_text("test (new nodes)", test_new));
-  if (writer)
-    append_line(metrics, {{"split", "test"},
-                          {"best_epoch", best_epoch},
-                          {"test", eval_json(test)},
-                          {"test_new_nodes", eval_json(test_new)}});
+  train::FitOptions fit;
+  fit.epochs = static_cast<int>(cfg.get<int64_t>("train.epoch"));
+  fit.patience = cfg.get<int64_t>("train.patience");
+  fit.run_dir = run_dir;
+  fit.checkpoints = cfg.get<bool>("run.checkpoint");
+  fit.step_log = cfg.get<bool>("run.step_log");
+  fit.resume_dir = cmd.resume_dir;
+  fit.config_text = cfg.dump_yaml();
+  LoggingObserver observer(cfg, cmd.comm != nullptr ? cmd.comm->rank() : 0);
+  train::fit(trainer, fit, &observer);
   return 0;
 }
 

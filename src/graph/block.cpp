@@ -2,6 +2,7 @@
 #include "depbloom/graph/block.h"
 
 #include <algorithm>
+#include <cstring>
 
 #include "depbloom/core/error.h"
 
@@ -53,6 +54,28 @@ void BlockBuffers::set_roots(int64_t num_roots) {
     b.num_roots = hop_roots;
     hop_roots *= k_;
   }
+}
+
+BlockBuffers& BlockBuffers::operator=(const BlockBuffers& other) {
+  if (this == &other) return *this;
+  if (other.hops() == 0) {
+    storage_.clear(), blocks_.clear();
+    k_ = 0, capacity_ = 0;
+    return *this;
+  }
+  reserve(other.capacity_, other.k_, other.hops());
+  set_roots(other.hop(0).num_roots);
+  for (int32_t l = 0; l < hops(); ++l) {
+    const Block& from = other.hop(l);
+    const Block& to = blocks_[static_cast<size_t>(l)];
+    const auto n = static_cast<size_t>(from.num_slots());
+    std::memcpy(to.nbr, from.nbr, n * sizeof(int32_t));
+    std::memcpy(to.eid, from.eid, n * sizeof(int64_t));
+    std::memcpy(to.dt, from.dt, n * sizeof(float));
+    std::memcpy(to.mask, from.mask, n);
+    if (to.slot != nullptr) std::memcpy(to.slot, from.slot, n * sizeof(int64_t));
+  }
+  return *this;
 }
 
 }  // namespace depbloom::graph

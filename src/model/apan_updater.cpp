@@ -3,8 +3,6 @@
 // t - mail_ts are formed on the device by a rank-1 gemm, so no host loop touches the data.
 #include "depbloom/model/apan_updater.h"
 
-#include <utility>
-
 #include "depbloom/backend/ops.h"
 #include "model/attention_common.h"
 
@@ -14,22 +12,9 @@ namespace {
 constexpr const char* kLayer = "ApanMemoryUpdater";
 }
 
-const Tensor* ApanUpdaterWeights::field(std::string_view name) const {
-  using W = ApanUpdaterWeights;
-  static constexpr std::pair<std::string_view, Tensor W::*> kFields[] = {
-      {"time_w", &W::time_w},     {"time_b", &W::time_b},   {"w_q", &W::w_q}, {"b_q", &W::b_q},
-      {"w_k", &W::w_k},           {"b_k", &W::b_k},         {"w_v", &W::w_v}, {"b_v", &W::b_v},
-      {"ln_gamma", &W::ln_gamma}, {"ln_beta", &W::ln_beta}, {"w_o", &W::w_o}, {"b_o", &W::b_o}};
-  for (const auto& [n, member] : kFields)
-    if (n == name) return &(this->*member);
-  return nullptr;
-}
-
-Tensor* ApanUpdaterWeights::field(std::string_view name) {
-  return const_cast<Tensor*>(std::as_const(*this).field(name));
-}
-
-ApanMemoryUpdater::ApanMemoryUpdater(const ApanUpdaterConfig& cfg) : cfg_(cfg) {
+ApanMemoryUpdater::ApanMemoryUpdater(ParameterStore& store, const std::string& name,
+                                     const ApanUpdaterConfig& cfg)
+    : store_(&store), cfg_(cfg) {
   DB_ASSERT(cfg.d_mem > 0 && cfg.d_mail > 0 && cfg.d_time >= 0,
             "{}: d_mem {} and d_mail {} must be positive, d_time {} non-negative", kLayer,
             cfg.d_mem, cfg.d_mail, cfg.d_time);
@@ -37,46 +22,52 @@ ApanMemoryUpdater::ApanMemoryUpdater(const ApanUpdaterConfig& cfg) : cfg_(cfg) {
             "{}: d_mem {} is not divisible into {} heads", kLayer, cfg.d_mem, cfg.heads);
   DB_ASSERT(cfg.dropout >= 0.0 && cfg.dropout < 1.0, "{}: dropout {} is outside [0, 1)", kLayer,
             cfg.dropout);
-  shapes_ = parameter_shapes();
-}
-
-std::vector<AttentionParamShape> ApanMemoryUpdater::parameter_shapes() const {
-  const int64_t m = cfg_.d_mem;
-  return {{"time_w", Shape(cfg_.d_time)},
-          {"time_b", Shape(cfg_.d_time)},
-          {"w_q", Shape(m, m)},
-          {"b_q", Shape(m)},
-          {"w_k", Shape(m, cfg_.d_kv_in())},
-          {"b_k", Shape(m)},
-          {"w_v", Shape(m, cfg_.d_kv_in())},
-          {"b_v", Shape(m)},
-          {"ln_gamma", Shape(m)},
-          {"ln_beta", Shape(m)},
-          {"w_o", Shape(m, m)},
-          {"b_o", Shape(m)}};
-}
-
-void ApanMemoryUpdater::check_weights(const ApanUpdaterWeights& w, const char* what) const {
-  for (const auto& s : shapes_) {
-    if (s.shape.numel() == 0) continue;  // time encoding switched off
-    const Tensor* t = w.field(s.name);
-    DB_ASSERT(t->defined() && t->shape() == s.shape, "{}: {} {} is {}, expected shape {}", kLayer,
-              what, s.name, t->str(), s.shape.str());
+  // nn.Linear's U(+-1/sqrt(fan_in)) for the projections and their biases; LayerNorm's ones
+  // and zeros; TGN's frequencies for the time encoding.
+  const std::string p = name + ".";
+  const int64_t m = cfg.d_mem, kv = cfg.d_kv_in();
+  const InitScheme linear = InitScheme::uniform_fan_in;
+  if (cfg.d_time > 0) {  // d_time 0 switches the time encoding off
+    ids_.time_w = store.declare(p + "time_w", Shape(cfg.d_time), InitScheme::time_frequencies);
+    ids_.time_b = store.declare(p + "time_b", Shape(cfg.d_time), InitScheme::zeros);
   }
+  ids_.w_q = store.declare(p + "w_q", Shape(m, m), linear, m, m);
+  ids_.b_q = store.declare(p + "b_q", Shape(m), linear, m, m);
+  ids_.w_k = store.declare(p + "w_k", Shape(m, kv), linear, kv, m);
+  ids_.b_k = store.declare(p + "b_k", Shape(m), linear, kv, m);
+  ids_.w_v = store.declare(p + "w_v", Shape(m, kv), linear, kv, m);
+  ids_.b_v = store.declare(p + "b_v", Shape(m), linear, kv, m);
+  ids_.ln_gamma = store.declare(p + "ln_gamma", Shape(m), InitScheme::ones);
+  ids_.ln_beta = store.declare(p + "ln_beta", Shape(m), InitScheme::zeros);
+  ids_.w_o = store.declare(p + "w_o", Shape(m, m), linear, m, m);
+  ids_.b_o = store.declare(p + "b_o", Shape(m), linear, m, m);
 }
 
-void ApanMemoryUpdater::forward(ApanUpdaterContext& ctx, const Tensor& new_memory, Arena& arena,
-                                const ApanUpdaterWeights& w, const Tensor& memory,
-                                const Tensor& mail, const Tensor& mail_ts, const Tensor& t,
-                                const Tensor& mask, bool training, const RngKey& dropout_key,
-                                const ops::DropoutRows& rows) const {
+ApanUpdaterWeights ApanMemoryUpdater::views(bool grads) const {
+  auto at = [&](ParamId id) { return store_->view(id, grads); };
+  const Ids& i = ids_;
+  return {at(i.time_w), at(i.time_b), at(i.w_q),      at(i.b_q),     at(i.w_k), at(i.b_k),
+          at(i.w_v),    at(i.b_v),    at(i.ln_gamma), at(i.ln_beta), at(i.w_o), at(i.b_o)};
+}
+
+ApanUpdaterWeights ApanMemoryUpdater::weights() const {
+  return views(false);
+}
+
+ApanUpdaterWeights ApanMemoryUpdater::gradients() const {
+  return views(true);
+}
+
+void ApanMemoryUpdater::check_forward_args(const Tensor& new_memory, const Tensor& memory,
+                                           const Tensor& mail, const Tensor& mail_ts,
+                                           const Tensor& t, const Tensor& mask) const {
   using detail::expect_float_like;
   const auto& c = cfg_;
   DB_ASSERT(memory.defined() && memory.rank() == 2 && is_floating(memory.dtype()),
             "{}: memory must be a float [B, d_mem] tensor, got {}", kLayer, memory.str());
   DB_ASSERT(mail.defined() && mail.rank() == 3 && mail.dim(1) > 0,
             "{}: mail must be [B, S, d_mail] with S > 0, got {}", kLayer, mail.str());
-  const int64_t B = memory.dim(0), S = mail.dim(1), N = B * S;
+  const int64_t B = memory.dim(0), S = mail.dim(1);
   expect_float_like(kLayer, "memory", memory, memory, Shape(B, c.d_mem));
   expect_float_like(kLayer, "mail", mail, memory, Shape(B, S, c.d_mail));
   expect_float_like(kLayer, "mail_ts", mail_ts, memory, Shape(B, S));
@@ -84,8 +75,16 @@ void ApanMemoryUpdater::forward(ApanUpdaterContext& ctx, const Tensor& new_memor
   expect_float_like(kLayer, "new_memory", new_memory, memory, Shape(B, c.d_mem));
   detail::expect_shape(kLayer, "mask", mask, Shape(B, S));
   DB_ASSERT(mask.dtype() == DType::u8, "{}: mask must be u8, got {}", kLayer, mask.str());
-  check_weights(w, "weight");
+}
 
+void ApanMemoryUpdater::forward(const Tensor& new_memory, ApanUpdaterContext& ctx,
+                                const Tensor& memory, const Tensor& mail, const Tensor& mail_ts,
+                                const Tensor& t, const Tensor& mask, const DropoutDraw& dropout,
+                                Arena& arena) const {
+  const auto& c = cfg_;
+  check_forward_args(new_memory, memory, mail, mail_ts, t, mask);
+  const int64_t B = memory.dim(0), S = mail.dim(1), N = B * S;
+  const ApanUpdaterWeights w = weights();
   const DType dt_type = memory.dtype();
   ctx = ApanUpdaterContext{};
   ctx.nodes = B;
@@ -130,10 +129,10 @@ void ApanMemoryUpdater::forward(ApanUpdaterContext& ctx, const Tensor& new_memor
                           c.ln_eps);
   ctx.act = arena.alloc(dt_type, Shape(B, c.d_mem));
   detail::affine_forward(ctx.act, ctx.normed, w.w_o, w.b_o);
-  ctx.dropped = training && c.dropout > 0.0;
+  ctx.dropped = dropout.training && c.dropout > 0.0;
   if (ctx.dropped) {
     ctx.keep = arena.alloc(DType::u8, Shape(B, c.d_mem));
-    ops::dropout_forward(ctx.act, ctx.keep, ctx.act, c.dropout, dropout_key, rows);
+    ops::dropout_forward(ctx.act, ctx.keep, ctx.act, c.dropout, dropout.key, dropout.rows);
   }
   ops::act_forward(ops::Act::relu, ctx.act, ctx.act);
   // The context keeps its own copy, so the caller may overwrite new_memory (write-back).
@@ -141,8 +140,7 @@ void ApanMemoryUpdater::forward(ApanUpdaterContext& ctx, const Tensor& new_memor
 }
 
 void ApanMemoryUpdater::backward(const Tensor& d_memory, const Tensor& d_mail,
-                                 const ApanUpdaterWeights& grads, const Tensor& d_new_memory,
-                                 const ApanUpdaterContext& ctx, const ApanUpdaterWeights& w,
+                                 const Tensor& d_new_memory, const ApanUpdaterContext& ctx,
                                  Arena& arena) const {
   using detail::expect_float_like;
   const auto& c = cfg_;
@@ -152,9 +150,8 @@ void ApanMemoryUpdater::backward(const Tensor& d_memory, const Tensor& d_mail,
   expect_float_like(kLayer, "d_memory", d_memory, ref, Shape(B, c.d_mem));
   const bool want_mail = d_mail.raw() != nullptr;  // Tensor{}: not wanted
   if (want_mail) expect_float_like(kLayer, "d_mail", d_mail, ref, Shape(B, S, c.d_mail));
-  check_weights(w, "weight");
-  check_weights(grads, "gradient");
   if (B == 0) return;
+  const ApanUpdaterWeights w = weights(), grads = gradients();
   const DType dt_type = ref.dtype();
 
   Tensor dz = arena.alloc(dt_type, Shape(B, c.d_mem));

@@ -1,5 +1,4 @@
-// JODIE's time projection and APAN's identity embedding, from gemm, bias and the
-// element-wise product ops::mul.
+// JODIE's time projection from gemm, bias and the element-wise product ops::mul.
 #include "depbloom/model/jodie_projection.h"
 
 #include "depbloom/backend/ops.h"
@@ -14,8 +13,8 @@ JodieProjection::JodieProjection(ParameterStore& store, const std::string& name,
   bias_ = store.declare(name + ".bias", Shape(dim), InitScheme::uniform_fan_in, 1);
 }
 
-void JodieProjection::forward(Arena& arena, JodieProjectionContext& ctx, const Tensor& h,
-                              const Tensor& memory, const Tensor& dt) const {
+void JodieProjection::forward(const Tensor& h, JodieProjectionContext& ctx, const Tensor& memory,
+                              const Tensor& dt, Arena& arena) const {
   const int64_t batch = memory.dim(0);
   DB_ASSERT(memory.rank() == 2 && memory.dim(1) == dim_ && dt.numel() == batch,
             "jodie projection: memory {} and dt {} do not match [B, {}] and [B]", memory.str(),
@@ -31,8 +30,8 @@ void JodieProjection::forward(Arena& arena, JodieProjectionContext& ctx, const T
   ctx.dt = dt;
 }
 
-void JodieProjection::backward(Arena& arena, const Tensor& d_memory, const Tensor& dh,
-                               const JodieProjectionContext& ctx) const {
+void JodieProjection::backward(const Tensor& d_memory, const Tensor& dh,
+                               const JodieProjectionContext& ctx, Arena& arena) const {
   const int64_t batch = dh.dim(0);
   // d_factor [B, d] = dh * memory; dW [d, 1] += d_factor^T dt; db += column sums.
   Tensor d_factor = arena.alloc(dh.dtype(), Shape(batch, dim_));
@@ -41,14 +40,6 @@ void JodieProjection::backward(Arena& arena, const Tensor& d_memory, const Tenso
             ops::Trans::N, 1.0, 1.0);
   ops::bias_grad(store_->grad(bias_), d_factor);
   if (wanted(d_memory)) ops::mul(d_memory, dh, ctx.factor);
-}
-
-void identity_embedding_forward(const Tensor& h, const Tensor& memory) {
-  ops::copy(h, memory);
-}
-
-void identity_embedding_backward(const Tensor& d_memory, const Tensor& dh) {
-  ops::copy(d_memory, dh);
 }
 
 }  // namespace depbloom::model

@@ -18,7 +18,7 @@ Linear::Linear(ParameterStore& store, const std::string& name, int64_t in_featur
         store.declare(name + ".bias", Shape(out_features), InitScheme::uniform_fan_in, in_features);
 }
 
-void Linear::forward(LinearContext& ctx, const Tensor& y, const Tensor& x) const {
+void Linear::forward(const Tensor& y, LinearContext& ctx, const Tensor& x) const {
   ops::gemm(y, x, ops::Trans::N, store_->value(weight_), ops::Trans::T);
   if (bias_.valid()) ops::bias_add(y, store_->value(bias_));
   ctx.x = x;

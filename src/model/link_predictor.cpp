@@ -12,8 +12,8 @@ LinkPredictor::LinkPredictor(ParameterStore& store, const std::string& name, int
       dst_fc_(store, name + ".dst_fc", dim, dim),
       out_fc_(store, name + ".out_fc", dim, 1) {}
 
-void LinkPredictor::forward(Arena& arena, LinkPredictorContext& ctx, const Tensor& logits,
-                            const Tensor& h_src, const Tensor& h_dst) const {
+void LinkPredictor::forward(const Tensor& logits, LinkPredictorContext& ctx, const Tensor& h_src,
+                            const Tensor& h_dst, Arena& arena) const {
   const int64_t batch = h_src.dim(0);
   const int64_t pairs = h_dst.dim(0);
   DB_ASSERT(batch > 0 && pairs % batch == 0 && logits.numel() == pairs,
@@ -21,18 +21,18 @@ void LinkPredictor::forward(Arena& arena, LinkPredictorContext& ctx, const Tenso
             h_dst.str(), h_src.str(), logits.str());
   const DType dtype = h_src.dtype();
   Tensor src_part = arena.alloc(dtype, Shape(batch, dim_));
-  src_fc_.forward(ctx.src_fc, src_part, h_src);
+  src_fc_.forward(src_part, ctx.src_fc, h_src);
   ctx.hidden = arena.alloc(dtype, Shape(pairs, dim_));
-  dst_fc_.forward(ctx.dst_fc, ctx.hidden, h_dst);
+  dst_fc_.forward(ctx.hidden, ctx.dst_fc, h_dst);
   for (int64_t block = 0; block < pairs / batch; ++block)
     ops::axpy(ctx.hidden.rows(block * batch, (block + 1) * batch), 1.0, src_part);
   ops::act_forward(ops::Act::relu, ctx.hidden, ctx.hidden);
-  out_fc_.forward(ctx.out_fc, logits.reshape(Shape(pairs, 1)), ctx.hidden);
+  out_fc_.forward(logits.reshape(Shape(pairs, 1)), ctx.out_fc, ctx.hidden);
   ctx.batch = batch;
 }
 
-void LinkPredictor::backward(Arena& arena, const Tensor& d_src, const Tensor& d_dst,
-                             const Tensor& d_logits, const LinkPredictorContext& ctx) const {
+void LinkPredictor::backward(const Tensor& d_src, const Tensor& d_dst, const Tensor& d_logits,
+                             const LinkPredictorContext& ctx, Arena& arena) const {
   const int64_t pairs = ctx.hidden.dim(0);
   const int64_t batch = ctx.batch;
   const DType dtype = ctx.hidden.dtype();

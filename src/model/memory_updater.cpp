@@ -29,9 +29,9 @@ RecurrentMemoryUpdater::RecurrentMemoryUpdater(ParameterStore& store, const std:
   bias_hh_ = store.declare(name + ".bias_hh", Shape(g), InitScheme::uniform_fan_in, memory_dim);
 }
 
-void RecurrentMemoryUpdater::forward(Arena& arena, MemoryUpdaterContext& ctx, const Tensor& h_new,
+void RecurrentMemoryUpdater::forward(const Tensor& h_new, MemoryUpdaterContext& ctx,
                                      const Tensor& mail, const Tensor& mail_dt,
-                                     const Tensor& memory) const {
+                                     const Tensor& memory, Arena& arena) const {
   const int64_t batch = mail.dim(0);
   const DType dtype = memory.dtype();
   DB_ASSERT(mail.rank() == 2 && mail.dim(1) == mail_dim_ && memory.rank() == 2 &&
@@ -40,7 +40,7 @@ void RecurrentMemoryUpdater::forward(Arena& arena, MemoryUpdaterContext& ctx, co
             memory.str(), mail_dim_, hidden_);
   // in [B, d_mail + d_time] = [mail || time encoding of the mail's age]
   Tensor encoded = arena.alloc(dtype, Shape(batch, time_.dim()));
-  time_.forward(ctx.time, encoded, mail_dt);
+  time_.forward(encoded, ctx.time, mail_dt);
   ctx.input = arena.alloc(dtype, Shape(batch, mail_dim_ + time_.dim()));
   ops::concat_cols(ctx.input, {mail, encoded});
 
@@ -60,8 +60,9 @@ void RecurrentMemoryUpdater::forward(Arena& arena, MemoryUpdaterContext& ctx, co
   ctx.h_new = h_new;
 }
 
-void RecurrentMemoryUpdater::backward(Arena& arena, const Tensor& d_mail, const Tensor& d_memory,
-                                      const Tensor& dh_new, const MemoryUpdaterContext& ctx) const {
+void RecurrentMemoryUpdater::backward(const Tensor& d_mail, const Tensor& d_memory,
+                                      const Tensor& dh_new, const MemoryUpdaterContext& ctx,
+                                      Arena& arena) const {
   const int64_t batch = dh_new.dim(0);
   const DType dtype = dh_new.dtype();
   Tensor d_gx = arena.alloc(dtype, Shape(batch, gate_rows()));

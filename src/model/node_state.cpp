@@ -1,10 +1,11 @@
-// NodeState: the device tensors of node memory and mailboxes, their per-epoch reset and
-// row gathers, and the host-side ring bookkeeping of the mailbox.
+// NodeState: the device tensors of node memory and mailboxes, their per-epoch reset, row
+// gathers, the host-side ring bookkeeping of the mailbox, and apply(), the one write path.
 #include "depbloom/model/node_state.h"
 
 #include <algorithm>
 
 #include "depbloom/backend/ops.h"
+#include "depbloom/backend/upload.h"
 
 namespace depbloom::model {
 
@@ -103,6 +104,86 @@ int NodeState::newest_mail_slot(int64_t node) const {
   const auto i = static_cast<size_t>(node);
   if (count_[i] == 0) return -1;
   return (head_[i] + slots_ - 1) % slots_;
+}
+
+namespace {
+
+// rows[pos] for the winning positions, or rows itself when every position wins in order.
+Tensor winners(Arena& arena, const Tensor& rows, int64_t total, const std::vector<int64_t>& pos) {
+  const auto n = static_cast<int64_t>(pos.size());
+  const int64_t width = rows.numel() / std::max<int64_t>(total, 1);
+  const Tensor all = rows.reshape(Shape(total, width));
+  bool in_order = n == total;
+  for (int64_t i = 0; in_order && i < n; ++i) in_order = pos[static_cast<size_t>(i)] == i;
+  if (in_order) return all;
+  Tensor out = arena.alloc(rows.dtype(), Shape(n, width));
+  ops::gather_rows(out, all, upload(arena, pos.data(), Shape(n)));
+  return out;
+}
+
+}  // namespace
+
+int64_t NodeState::apply(const WriteSet& writes, const WriteFilter& filter, Arena& arena) {
+  if (++stamp_ == 0) {  // wrapped: clear the stamps once every 2^32 applies
+    std::fill(node_stamp_.begin(), node_stamp_.end(), 0);
+    std::fill(slot_stamp_.begin(), slot_stamp_.end(), 0);
+    stamp_ = 1;
+  }
+  const auto n = static_cast<size_t>(num_nodes_);
+  if (node_stamp_.size() != n) {
+    node_stamp_.assign(n, 0), node_pos_.assign(n, 0);
+    slot_stamp_.assign(n * static_cast<size_t>(slots_), 0);
+    slot_pos_.assign(n * static_cast<size_t>(slots_), 0);
+  }
+  return apply_memory(writes, filter, arena) + apply_mail(writes, filter, arena);
+}
+
+// Position i is the latest write to `key` (a node or a ring slot) so far: the key's first
+// write of this apply takes a new winner entry (true), a later one replaces it (false).
+bool NodeState::wins_first(std::vector<uint32_t>& stamps, std::vector<int32_t>& where, size_t key,
+                           int64_t i) {
+  if (stamps[key] == stamp_) {
+    win_pos_[static_cast<size_t>(where[key])] = i;
+    return false;
+  }
+  stamps[key] = stamp_;
+  where[key] = static_cast<int32_t>(win_pos_.size());
+  win_pos_.push_back(i);
+  return true;
+}
+
+// Memory: a later row of the same node wins.
+int64_t NodeState::apply_memory(const WriteSet& writes, const WriteFilter& filter, Arena& arena) {
+  win_node_.clear(), win_pos_.clear();
+  for (int64_t i = 0; i < writes.mem_count; ++i) {
+    const int32_t node = writes.mem_node[i];
+    if (filter.passes(node) && wins_first(node_stamp_, node_pos_, static_cast<size_t>(node), i))
+      win_node_.push_back(node);
+  }
+  const auto w = static_cast<int64_t>(win_node_.size());
+  if (w == 0) return 0;
+  const Tensor rows = winners(arena, writes.mem_rows, writes.mem_count, win_pos_);
+  const Tensor times = winners(arena, writes.mem_time, writes.mem_count, win_pos_);
+  write_memory(rows, times.reshape(Shape(w)), upload(arena, win_node_.data(), Shape(w)));
+  return w;
+}
+
+// Mails: each claims its node's next ring slot in claim order; a later mail wins a slot.
+int64_t NodeState::apply_mail(const WriteSet& writes, const WriteFilter& filter, Arena& arena) {
+  win_slot_.clear(), win_pos_.clear();
+  for (int64_t k = 0; k < writes.mail_count; ++k) {
+    const int64_t i = writes.mail_order != nullptr ? writes.mail_order[k] : k;
+    const int32_t node = writes.mail_node[i];
+    if (!filter.passes(node)) continue;
+    const int32_t flat = node * slots_ + claim_mail_slot(node);
+    if (wins_first(slot_stamp_, slot_pos_, static_cast<size_t>(flat), i)) win_slot_.push_back(flat);
+  }
+  const auto m = static_cast<int64_t>(win_slot_.size());
+  if (m == 0) return 0;
+  const Tensor rows = winners(arena, writes.mail_rows, writes.mail_count, win_pos_);
+  const Tensor times = winners(arena, writes.mail_time, writes.mail_count, win_pos_);
+  write_mail(rows, times.reshape(Shape(m)), upload(arena, win_slot_.data(), Shape(m)));
+  return m;
 }
 
 }  // namespace depbloom::model

@@ -4,7 +4,6 @@
 #include "depbloom/model/temporal_attention.h"
 
 #include <cmath>
-#include <utility>
 
 #include "depbloom/backend/ops.h"
 #include "model/attention_common.h"
@@ -15,35 +14,9 @@ namespace {
 constexpr const char* kLayer = "TemporalAttentionLayer";
 }
 
-const Tensor* TemporalAttentionWeights::field(std::string_view name) const {
-  using W = TemporalAttentionWeights;
-  static constexpr std::pair<std::string_view, Tensor W::*> kFields[] = {{"time_w", &W::time_w},
-                                                                         {"time_b", &W::time_b},
-                                                                         {"w_q", &W::w_q},
-                                                                         {"b_q", &W::b_q},
-                                                                         {"w_k", &W::w_k},
-                                                                         {"b_k", &W::b_k},
-                                                                         {"w_v", &W::w_v},
-                                                                         {"b_v", &W::b_v},
-                                                                         {"w_o", &W::w_o},
-                                                                         {"b_o", &W::b_o},
-                                                                         {"ln_gamma", &W::ln_gamma},
-                                                                         {"ln_beta", &W::ln_beta},
-                                                                         {"w_p", &W::w_p},
-                                                                         {"w_1", &W::w_1},
-                                                                         {"b_1", &W::b_1},
-                                                                         {"w_2", &W::w_2},
-                                                                         {"b_2", &W::b_2}};
-  for (const auto& [n, member] : kFields)
-    if (n == name) return &(this->*member);
-  return nullptr;
-}
-
-Tensor* TemporalAttentionWeights::field(std::string_view name) {
-  return const_cast<Tensor*>(std::as_const(*this).field(name));
-}
-
-TemporalAttentionLayer::TemporalAttentionLayer(const TemporalAttentionConfig& cfg) : cfg_(cfg) {
+TemporalAttentionLayer::TemporalAttentionLayer(ParameterStore& store, const std::string& name,
+                                               const TemporalAttentionConfig& cfg)
+    : store_(&store), cfg_(cfg) {
   DB_ASSERT(cfg.d_in > 0 && cfg.d_edge >= 0 && cfg.d_time > 0 && cfg.d_out > 0,
             "{}: widths must be positive (d_edge may be 0): d_in {}, d_edge {}, d_time {}, "
             "d_out {}",
@@ -57,75 +30,84 @@ TemporalAttentionLayer::TemporalAttentionLayer(const TemporalAttentionConfig& cf
     cfg_.scale = 1.0 / std::sqrt(static_cast<double>(cfg_.d_att() / cfg_.heads));
     cfg_.slope = 1.0;
   }
-  shapes_ = parameter_shapes();
+  declare(store, name + ".");
 }
 
-std::vector<AttentionParamShape> TemporalAttentionLayer::parameter_shapes() const {
-  const int64_t o = cfg_.d_out, a = cfg_.d_att();
-  std::vector<AttentionParamShape> shapes = {
-      {"time_w", Shape(cfg_.d_time)},    {"time_b", Shape(cfg_.d_time)},
-      {"w_q", Shape(a, cfg_.d_q_in())},  {"b_q", Shape(a)},
-      {"w_k", Shape(a, cfg_.d_kv_in())}, {"b_k", Shape(a)},
-      {"w_v", Shape(a, cfg_.d_kv_in())}, {"b_v", Shape(a)}};
-  if (cfg_.style == AttentionStyle::tgl) {
-    shapes.insert(shapes.end(), {{"w_o", Shape(o, cfg_.d_o_in())},
-                                 {"b_o", Shape(o)},
-                                 {"ln_gamma", Shape(o)},
-                                 {"ln_beta", Shape(o)}});
-  } else {
-    shapes.insert(shapes.end(), {{"w_p", Shape(a, a)},
-                                 {"w_1", Shape(cfg_.d_in, cfg_.d_o_in())},
-                                 {"b_1", Shape(cfg_.d_in)},
-                                 {"w_2", Shape(o, cfg_.d_in)},
-                                 {"b_2", Shape(o)}});
+// torch's initialisation: nn.Linear (U(+-1/sqrt(fan_in)), biases from their weight's fan-in)
+// for TGL's layer; for the TGN authors' layer, MultiheadAttention's input projections
+// xavier-uniform (over the stacked [3A, A] weight when Q, K and V all read A columns) with
+// zero biases, its output projection W_p as nn.Linear, and MergeLayer's weights xavier-normal.
+void TemporalAttentionLayer::declare(ParameterStore& store, const std::string& p) {
+  const auto& c = cfg_;
+  const int64_t a = c.d_att(), o = c.d_out, q_in = c.d_q_in(), kv_in = c.d_kv_in();
+  const bool tgn = c.style == AttentionStyle::tgn;
+  ids_.time_w = store.declare(p + "time_w", Shape(c.d_time), InitScheme::time_frequencies);
+  ids_.time_b = store.declare(p + "time_b", Shape(c.d_time), InitScheme::zeros);
+  const bool stacked = a == q_in && kv_in == q_in;
+  const InitScheme proj = tgn ? InitScheme::xavier_uniform : InitScheme::uniform_fan_in;
+  const InitScheme bias = tgn ? InitScheme::zeros : InitScheme::uniform_fan_in;
+  const int64_t fan_out = tgn && stacked ? 3 * a : a;
+  ids_.w_q = store.declare(p + "w_q", Shape(a, q_in), proj, q_in, fan_out);
+  ids_.b_q = store.declare(p + "b_q", Shape(a), bias, q_in, a);
+  ids_.w_k = store.declare(p + "w_k", Shape(a, kv_in), proj, kv_in, fan_out);
+  ids_.b_k = store.declare(p + "b_k", Shape(a), bias, kv_in, a);
+  ids_.w_v = store.declare(p + "w_v", Shape(a, kv_in), proj, kv_in, fan_out);
+  ids_.b_v = store.declare(p + "b_v", Shape(a), bias, kv_in, a);
+  const InitScheme linear = InitScheme::uniform_fan_in;
+  if (!tgn) {
+    ids_.w_o = store.declare(p + "w_o", Shape(o, c.d_o_in()), linear, c.d_o_in(), o);
+    ids_.b_o = store.declare(p + "b_o", Shape(o), linear, c.d_o_in(), o);
+    ids_.ln_gamma = store.declare(p + "ln_gamma", Shape(o), InitScheme::ones);
+    ids_.ln_beta = store.declare(p + "ln_beta", Shape(o), InitScheme::zeros);
+    return;
   }
-  return shapes;
+  const InitScheme merge = InitScheme::xavier_normal;
+  ids_.w_p = store.declare(p + "w_p", Shape(a, a), linear, a, a);
+  ids_.w_1 = store.declare(p + "w_1", Shape(c.d_in, c.d_o_in()), merge, c.d_o_in(), c.d_in);
+  ids_.b_1 = store.declare(p + "b_1", Shape(c.d_in), linear, c.d_o_in(), c.d_in);
+  ids_.w_2 = store.declare(p + "w_2", Shape(o, c.d_in), merge, c.d_in, o);
+  ids_.b_2 = store.declare(p + "b_2", Shape(o), linear, c.d_in, o);
 }
 
-void TemporalAttentionLayer::check_weights(const TemporalAttentionWeights& w,
-                                           const char* what) const {
-  for (const auto& s : shapes_) {
-    const Tensor* t = w.field(s.name);
-    DB_ASSERT(t->defined() && t->shape() == s.shape, "{}: {} {} is {}, expected shape {}", kLayer,
-              what, s.name, t->str(), s.shape.str());
-  }
+TemporalAttentionWeights TemporalAttentionLayer::views(bool grads) const {
+  auto at = [&](ParamId id) { return store_->view(id, grads); };
+  const Ids& i = ids_;
+  return {at(i.time_w), at(i.time_b), at(i.w_q), at(i.b_q), at(i.w_k),      at(i.b_k),
+          at(i.w_v),    at(i.b_v),    at(i.w_o), at(i.b_o), at(i.ln_gamma), at(i.ln_beta),
+          at(i.w_p),    at(i.w_1),    at(i.b_1), at(i.w_2), at(i.b_2)};
 }
 
-void TemporalAttentionLayer::forward(TemporalAttentionContext& ctx, const Tensor& out, Arena& arena,
-                                     const TemporalAttentionWeights& w, const Tensor& h_root,
-                                     const Tensor& h_nbr, const Tensor& e, const Tensor& dt,
-                                     const Tensor& mask, bool training, const RngKey& dropout_key,
-                                     const ops::DropoutRows& rows) const {
+TemporalAttentionWeights TemporalAttentionLayer::weights() const {
+  return views(false);
+}
+
+TemporalAttentionWeights TemporalAttentionLayer::gradients() const {
+  return views(true);
+}
+
+void TemporalAttentionLayer::forward(const Tensor& out, TemporalAttentionContext& ctx,
+                                     const Tensor& h_root, const Tensor& h_nbr, const Tensor& e,
+                                     const Tensor& dt, const Tensor& mask,
+                                     const DropoutDraw& dropout, Arena& arena) const {
   DB_ASSERT(h_nbr.defined() && h_nbr.rank() == 3, "{}: h_nbr must be [R, k, d_in], got {}", kLayer,
             h_nbr.str());
-  forward_impl(ctx, out, arena, w, h_root, h_nbr, nullptr, e, dt, mask, training, dropout_key,
-               rows);
+  forward_impl(ctx, out, arena, h_root, h_nbr, nullptr, e, dt, mask, dropout);
 }
 
-void TemporalAttentionLayer::forward(TemporalAttentionContext& ctx, const Tensor& out, Arena& arena,
-                                     const TemporalAttentionWeights& w, const Tensor& h_root,
-                                     const NeighbourRows& nbr, const Tensor& e, const Tensor& dt,
-                                     const Tensor& mask, bool training, const RngKey& dropout_key,
-                                     const ops::DropoutRows& rows) const {
-  forward_impl(ctx, out, arena, w, h_root, Tensor{}, &nbr, e, dt, mask, training, dropout_key,
-               rows);
+void TemporalAttentionLayer::forward(const Tensor& out, TemporalAttentionContext& ctx,
+                                     const Tensor& h_root, const NeighbourRows& nbr,
+                                     const Tensor& e, const Tensor& dt, const Tensor& mask,
+                                     const DropoutDraw& dropout, Arena& arena) const {
+  forward_impl(ctx, out, arena, h_root, Tensor{}, &nbr, e, dt, mask, dropout);
 }
 
-void TemporalAttentionLayer::forward_impl(TemporalAttentionContext& ctx, const Tensor& out,
-                                          Arena& arena, const TemporalAttentionWeights& w,
-                                          const Tensor& h_root, const Tensor& h_nbr,
-                                          const NeighbourRows* nbr, const Tensor& e,
-                                          const Tensor& dt, const Tensor& mask, bool training,
-                                          const RngKey& dropout_key,
-                                          const ops::DropoutRows& rows) const {
+void TemporalAttentionLayer::check_forward_args(const Tensor& out, const Tensor& h_root,
+                                                const Tensor& h_nbr, const NeighbourRows* nbr,
+                                                const Tensor& edges, const Tensor& dt,
+                                                const Tensor& mask) const {
   using detail::expect_float_like;
-  DB_ASSERT(h_root.defined() && h_root.rank() == 2 && is_floating(h_root.dtype()),
-            "{}: h_root must be a float [R, d_in] tensor, got {}", kLayer, h_root.str());
-  const int64_t R = h_root.dim(0);
-  DB_ASSERT(dt.defined() && dt.rank() == 2, "{}: dt must be [R, k], got {}", kLayer, dt.str());
-  const int64_t K = dt.dim(1);
-  const int64_t N = R * K;
   const auto& c = cfg_;
+  const int64_t R = h_root.dim(0), K = dt.dim(1), N = R * K;
   expect_float_like(kLayer, "h_root", h_root, h_root, Shape(R, c.d_in));
   if (nbr == nullptr) {
     expect_float_like(kLayer, "h_nbr", h_nbr, h_root, Shape(R, K, c.d_in));
@@ -138,17 +120,30 @@ void TemporalAttentionLayer::forward_impl(TemporalAttentionContext& ctx, const T
     DB_ASSERT(nbr->rows.dtype() == DType::i32 || nbr->rows.dtype() == DType::i64,
               "{}: neighbour rows must be i32 or i64, got {}", kLayer, nbr->rows.str());
   }
-  // Without edge features the caller may pass Tensor{}; it stands for an [R, k, 0] view.
-  const Tensor edges = c.d_edge == 0 && e.raw() == nullptr
-                           ? Tensor(nullptr, h_root.dtype(), Shape(R, K, 0), h_root.device())
-                           : e;
   expect_float_like(kLayer, "e", edges, h_root, Shape(R, K, c.d_edge));
   expect_float_like(kLayer, "dt", dt, h_root, Shape(R, K));
   expect_float_like(kLayer, "out", out, h_root, Shape(R, c.d_out));
   detail::expect_shape(kLayer, "mask", mask, Shape(R, K));
   DB_ASSERT(mask.dtype() == DType::u8, "{}: mask must be u8, got {}", kLayer, mask.str());
   DB_ASSERT(K > 0, "{}: need at least one neighbour slot per root, got dt {}", kLayer, dt.str());
-  check_weights(w, "weight");
+}
+
+void TemporalAttentionLayer::forward_impl(TemporalAttentionContext& ctx, const Tensor& out,
+                                          Arena& arena, const Tensor& h_root, const Tensor& h_nbr,
+                                          const NeighbourRows* nbr, const Tensor& e,
+                                          const Tensor& dt, const Tensor& mask,
+                                          const DropoutDraw& dropout) const {
+  DB_ASSERT(h_root.defined() && h_root.rank() == 2 && is_floating(h_root.dtype()),
+            "{}: h_root must be a float [R, d_in] tensor, got {}", kLayer, h_root.str());
+  DB_ASSERT(dt.defined() && dt.rank() == 2, "{}: dt must be [R, k], got {}", kLayer, dt.str());
+  const int64_t R = h_root.dim(0), K = dt.dim(1);
+  const auto& c = cfg_;
+  // Without edge features the caller may pass Tensor{}; it stands for an [R, k, 0] view.
+  const Tensor edges = c.d_edge == 0 && e.raw() == nullptr
+                           ? Tensor(nullptr, h_root.dtype(), Shape(R, K, 0), h_root.device())
+                           : e;
+  check_forward_args(out, h_root, h_nbr, nbr, edges, dt, mask);
+  const TemporalAttentionWeights w = weights();
 
   const DType t = h_root.dtype();
   ctx = TemporalAttentionContext{};
@@ -174,45 +169,61 @@ void TemporalAttentionLayer::forward_impl(TemporalAttentionContext& ctx, const T
   ctx.q = arena.alloc(t, Shape(R, A));
   detail::affine_forward(ctx.q, ctx.q_in, w.w_q, w.b_q);
 
-  // Key/value side, one row per (root, slot).
+  project_keys_values(ctx, arena, w);
+  ctx.att = arena.alloc(t, Shape(R, A));
+  ctx.attn = arena.alloc(t, Shape(R, c.heads, K));
+  ops::attention_forward(ctx.att, ctx.attn, ctx.q, ctx.k, ctx.v, mask, c.heads, c.scale, c.slope);
+  ctx.dropped = dropout.training && c.dropout > 0.0;
+  ctx.o_in = arena.alloc(t, Shape(R, c.d_o_in()));
+  if (c.style == AttentionStyle::tgn) {
+    forward_merge(ctx, out, arena, w, dropout);
+  } else {
+    forward_norm(ctx, out, arena, w, dropout);
+  }
+}
+
+// Key/value side, one row per (root, slot): [h_nbr || e || te(dt)] projected, or in table
+// mode the table rows projected once and the [e || te(dt)] share added per slot.
+void TemporalAttentionLayer::project_keys_values(TemporalAttentionContext& ctx, Arena& arena,
+                                                 const TemporalAttentionWeights& w) const {
+  const auto& c = cfg_;
+  const DType t = ctx.h_root.dtype();
+  const int64_t R = ctx.roots, K = ctx.slots, N = R * K, A = c.d_att();
   Tensor te_nbr = arena.alloc(t, Shape(N, c.d_time));
-  ops::time_encode_forward(te_nbr, dt.reshape(Shape(N)), w.time_w, w.time_b);
+  ops::time_encode_forward(te_nbr, ctx.dt.reshape(Shape(N)), w.time_w, w.time_b);
   ctx.k = arena.alloc(t, Shape(R, K, A));
   ctx.v = arena.alloc(t, Shape(R, K, A));
-  if (nbr != nullptr) {
+  if (ctx.from_table) {
     // [e || te(dt)]; without edge features that is the encoding itself, no copy needed.
     ctx.kv_in = te_nbr;
     if (c.d_edge > 0) {
       ctx.kv_in = arena.alloc(t, Shape(N, c.d_edge + c.d_time));
-      ops::concat_cols(ctx.kv_in, {edges.reshape(Shape(N, c.d_edge)), te_nbr});
+      ops::concat_cols(ctx.kv_in, {ctx.e.reshape(Shape(N, c.d_edge)), te_nbr});
     }
-    project_from_table(ctx.k.reshape(Shape(N, A)), arena, *nbr, ctx.kv_in, w.w_k, w.b_k);
-    project_from_table(ctx.v.reshape(Shape(N, A)), arena, *nbr, ctx.kv_in, w.w_v, w.b_v);
-  } else {
-    ctx.kv_in = arena.alloc(t, Shape(N, c.d_kv_in()));
-    ops::concat_cols(ctx.kv_in,
-                     {h_nbr.reshape(Shape(N, c.d_in)), edges.reshape(Shape(N, c.d_edge)), te_nbr});
-    detail::affine_forward(ctx.k.reshape(Shape(N, A)), ctx.kv_in, w.w_k, w.b_k);
-    detail::affine_forward(ctx.v.reshape(Shape(N, A)), ctx.kv_in, w.w_v, w.b_v);
-  }
-
-  ctx.att = arena.alloc(t, Shape(R, A));
-  ctx.attn = arena.alloc(t, Shape(R, c.heads, K));
-  ops::attention_forward(ctx.att, ctx.attn, ctx.q, ctx.k, ctx.v, mask, c.heads, c.scale, c.slope);
-  ctx.dropped = training && c.dropout > 0.0;
-  ctx.o_in = arena.alloc(t, Shape(R, c.d_o_in()));
-  if (c.style == AttentionStyle::tgn) {
-    forward_merge(ctx, out, arena, w, dropout_key, rows);
+    project_from_table(ctx.k.reshape(Shape(N, A)), arena, ctx.nbr, ctx.kv_in, w.w_k, w.b_k);
+    project_from_table(ctx.v.reshape(Shape(N, A)), arena, ctx.nbr, ctx.kv_in, w.w_v, w.b_v);
     return;
   }
+  ctx.kv_in = arena.alloc(t, Shape(N, c.d_kv_in()));
+  ops::concat_cols(
+      ctx.kv_in, {ctx.h_nbr.reshape(Shape(N, c.d_in)), ctx.e.reshape(Shape(N, c.d_edge)), te_nbr});
+  detail::affine_forward(ctx.k.reshape(Shape(N, A)), ctx.kv_in, w.w_k, w.b_k);
+  detail::affine_forward(ctx.v.reshape(Shape(N, A)), ctx.kv_in, w.w_v, w.b_v);
+}
 
-  // Output: W_o over [attention || root], dropout, relu, layer norm (TGL's order).
-  ops::concat_cols(ctx.o_in, {ctx.att, h_root});
+// tgl style, after the attention: W_o over [attention || root], dropout, relu, layer norm.
+void TemporalAttentionLayer::forward_norm(TemporalAttentionContext& ctx, const Tensor& out,
+                                          Arena& arena, const TemporalAttentionWeights& w,
+                                          const DropoutDraw& dropout) const {
+  const auto& c = cfg_;
+  const int64_t R = ctx.roots;
+  const DType t = ctx.h_root.dtype();
+  ops::concat_cols(ctx.o_in, {ctx.att, ctx.h_root});
   ctx.act = arena.alloc(t, Shape(R, c.d_out));
   detail::affine_forward(ctx.act, ctx.o_in, w.w_o, w.b_o);
   if (ctx.dropped) {
     ctx.keep = arena.alloc(DType::u8, Shape(R, c.d_out));
-    ops::dropout_forward(ctx.act, ctx.keep, ctx.act, c.dropout, dropout_key, rows);
+    ops::dropout_forward(ctx.act, ctx.keep, ctx.act, c.dropout, dropout.key, dropout.rows);
   }
   ops::act_forward(ops::Act::relu, ctx.act, ctx.act);
   ctx.ln_mean = arena.alloc(t, Shape(R));
@@ -221,9 +232,8 @@ void TemporalAttentionLayer::forward_impl(TemporalAttentionContext& ctx, const T
 }
 
 void TemporalAttentionLayer::backward(const Tensor& dh_root, const Tensor& dh_nbr, const Tensor& de,
-                                      const TemporalAttentionWeights& grads, const Tensor& dout,
-                                      const TemporalAttentionContext& ctx,
-                                      const TemporalAttentionWeights& w, Arena& arena) const {
+                                      const Tensor& dout, const TemporalAttentionContext& ctx,
+                                      Arena& arena) const {
   using detail::expect_float_like;
   const auto& c = cfg_;
   const int64_t R = ctx.roots, K = ctx.slots, N = R * K;
@@ -237,9 +247,8 @@ void TemporalAttentionLayer::backward(const Tensor& dh_root, const Tensor& dh_nb
     expect_float_like(kLayer, "dh_nbr", dh_nbr, ref, nbr_shape);
   }
   if (want_e) expect_float_like(kLayer, "de", de, ref, Shape(R, K, c.d_edge));
-  check_weights(w, "weight");
-  check_weights(grads, "gradient");
   if (R == 0) return;
+  const TemporalAttentionWeights w = weights(), grads = gradients();
   const DType t = ref.dtype();
 
   const int64_t A = c.d_att();
@@ -294,69 +303,16 @@ void TemporalAttentionLayer::backward(const Tensor& dh_root, const Tensor& dh_nb
                             w.time_w, w.time_b);
 }
 
-// out [N, A] = table[rows] W_h^T + rest_in W_rest^T + b, where W = [W_h | W_rest] splits
-// the columns into the table's share and the [e || te] share.
-void TemporalAttentionLayer::project_from_table(const Tensor& out, Arena& arena,
-                                                const NeighbourRows& nbr, const Tensor& rest_in,
-                                                const Tensor& w, const Tensor& b) const {
-  const DType t = out.dtype();
-  const int64_t A = w.dim(0), rest = rest_in.dim(1);
-  Tensor w_h = arena.alloc(t, Shape(A, cfg_.d_in)), w_rest = arena.alloc(t, Shape(A, rest));
-  ops::split_cols({w_h, w_rest}, w);
-  Tensor per_row = arena.alloc(t, Shape(nbr.table.dim(0), A));
-  ops::gemm(per_row, nbr.table, ops::Trans::N, w_h, ops::Trans::T);
-  ops::gather_rows(out, per_row, nbr.rows);
-  ops::gemm(out, rest_in, ops::Trans::N, w_rest, ops::Trans::T, 1.0, 1.0);
-  ops::bias_add(out, b);
-}
-
-// The backward of project_from_table for one of K and V: the slots' gradients dproj are
-// summed per table row first, so the table's share of dW and of the table gradient costs
-// U rows rather than R * k. d_te and de (when wanted) are overwritten, or accumulated.
-void TemporalAttentionLayer::backward_from_table(const Tensor& d_table, const Tensor& de,
-                                                 const Tensor& d_te, const Tensor& grad_w,
-                                                 const Tensor& grad_b, const Tensor& dproj,
-                                                 const TemporalAttentionContext& ctx,
-                                                 const Tensor& w, bool accumulate,
-                                                 Arena& arena) const {
-  const auto& c = cfg_;
-  const DType t = dproj.dtype();
-  const int64_t A = w.dim(0), N = dproj.dim(0), rest = c.d_edge + c.d_time;
-  const Tensor& table = ctx.nbr.table;
-  Tensor per_row = arena.alloc(t, Shape(table.dim(0), A));
-  ops::fill(per_row, 0.0);
-  ops::scatter_add_rows(per_row, dproj, ctx.nbr.rows, true);
-  // dW [A, d_in + rest] += [per_row^T table | dproj^T rest_in]; db += column sums.
-  Tensor dw_h = arena.alloc(t, Shape(A, c.d_in)), dw_rest = arena.alloc(t, Shape(A, rest));
-  ops::gemm(dw_h, per_row, ops::Trans::T, table, ops::Trans::N);
-  ops::gemm(dw_rest, dproj, ops::Trans::T, ctx.kv_in, ops::Trans::N);
-  Tensor dw = arena.alloc(t, Shape(A, c.d_kv_in()));
-  ops::concat_cols(dw, {dw_h, dw_rest});
-  ops::axpy(grad_w, 1.0, dw);
-  ops::bias_grad(grad_b, dproj);
-  // Input gradients: the table's, then the [e || te] parts'.
-  Tensor w_h = arena.alloc(t, Shape(A, c.d_in)), w_rest = arena.alloc(t, Shape(A, rest));
-  ops::split_cols({w_h, w_rest}, w);
-  if (d_table.raw() != nullptr)
-    ops::gemm(d_table, per_row, ops::Trans::N, w_h, ops::Trans::N, 1.0, 1.0);
-  const bool want_e = de.raw() != nullptr;
-  const std::array<detail::InputPart, 2> parts = {
-      detail::InputPart{want_e ? de.reshape(Shape(N, c.d_edge)) : Tensor{}, c.d_edge},
-      detail::InputPart{d_te, c.d_time}};
-  detail::affine_backward_parts(arena, parts, dproj, w_rest, accumulate);
-}
-
 // tgn style, after the attention: dropout, the projection W_p, then the merge MLP.
 void TemporalAttentionLayer::forward_merge(TemporalAttentionContext& ctx, const Tensor& out,
                                            Arena& arena, const TemporalAttentionWeights& w,
-                                           const RngKey& dropout_key,
-                                           const ops::DropoutRows& rows) const {
+                                           const DropoutDraw& dropout) const {
   const auto& c = cfg_;
   const int64_t R = ctx.roots;
   const DType t = ctx.h_root.dtype();
   if (ctx.dropped) {
     ctx.keep = arena.alloc(DType::u8, Shape(R, c.d_att()));
-    ops::dropout_forward(ctx.att, ctx.keep, ctx.att, c.dropout, dropout_key, rows);
+    ops::dropout_forward(ctx.att, ctx.keep, ctx.att, c.dropout, dropout.key, dropout.rows);
   }
   Tensor projected = arena.alloc(t, Shape(R, c.d_att()));
   ops::gemm(projected, ctx.att, ops::Trans::N, w.w_p, ops::Trans::T);

@@ -12,7 +12,7 @@ TimeEncoder::TimeEncoder(ParameterStore& store, const std::string& name, int64_t
   b_ = store.declare(name + ".b", Shape(dim), InitScheme::zeros);
 }
 
-void TimeEncoder::forward(TimeEncoderContext& ctx, const Tensor& out, const Tensor& dt) const {
+void TimeEncoder::forward(const Tensor& out, TimeEncoderContext& ctx, const Tensor& dt) const {
   ops::time_encode_forward(out, dt, store_->value(w_), store_->value(b_));
   ctx.dt = dt;
 }

@@ -13,6 +13,8 @@
 #   config_unknown_key a YAML file with an unknown key: exit 2 naming the key
 #   config_wrong_type  a YAML file with a string where an integer goes: exit 2 naming the key
 #   missing_data_named --data naming a file that does not exist: exit 3 naming the file
+#   old_checkpoint     --eval-only of tests/fixtures/ckpt/best.ckpt, written by the code
+#                      before the stages refactor, gives the test metrics it gave then
 # Each case prints the program's output, then what it checked.
 set -uo pipefail
 
@@ -107,6 +109,16 @@ EOF
   missing_data_named)
     run 3 --device cpu --data "$work/no-such-dir/no-such.csv" --out "$work/missing"
     expect_in_output no-such.csv
+    ;;
+  old_checkpoint)
+    fixtures=$(dirname "${BASH_SOURCE[0]}")/../fixtures/ckpt
+    rm -rf "$work/old" && mkdir -p "$work/old" || fail "cannot make $work/old"
+    cp "$fixtures/best.ckpt" "$work/old/best.ckpt" || fail "cannot copy the fixture"
+    run 0 --config "$fixtures/small_tgn.yaml" --data "$fixtures/small_jodie.csv" --device cpu \
+      --eval-only "$work/old/best.ckpt"
+    # What the pre-refactor binary printed for this checkpoint.
+    expect_in_output "test AP 0.4982 AUC 0.4814 (per-batch mean AP 0.5054 AUC 0.4866)"
+    expect_in_output "test (new nodes) AP 0.5512 AUC 0.5306 (per-batch mean AP 0.5512 AUC 0.5306)"
     ;;
   *)
     fail "unknown case"

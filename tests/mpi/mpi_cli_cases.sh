@@ -27,9 +27,10 @@ run() {
   run_checked "$@"
 }
 
-# field FILE NAME: every value of "NAME": in FILE, one per line, in order.
+# field FILE KEY: every "KEY":value of FILE, outside the per-stage times (a stage may share
+# a metric's name: "loss").
 field() {
-  grep -o "\"$2\":[^,}]*" "$1"
+  sed 's/"stage_s":{[^}]*}//' "$1" | grep -o "\"$2\":[^,}]*"
 }
 
 rm -rf "${work:?}/$case"

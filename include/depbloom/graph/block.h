@@ -42,6 +42,12 @@ class BlockBuffers {
   BlockBuffers() = default;
   // Room for `max_roots` hop-0 roots, k slots per root, `hops` hops.
   BlockBuffers(int64_t max_roots, int32_t k, int32_t hops) { reserve(max_roots, k, hops); }
+  // A copy holds the same blocks (the filled rows) in its own storage; copying into buffers
+  // of the same shape and enough room allocates nothing.
+  BlockBuffers(const BlockBuffers& other) { *this = other; }
+  BlockBuffers& operator=(const BlockBuffers& other);
+  BlockBuffers(BlockBuffers&&) = default;
+  BlockBuffers& operator=(BlockBuffers&&) = default;
 
   // Ensures room for the shape; reallocates (invalidating earlier Blocks) only when it
   // grows. A different k or hop count reshapes the buffers.

@@ -1,17 +1,17 @@
 // ApanMemoryUpdater: APAN's attention memory updater (TGL's TransformerMemoryUpdater): a
-// node's memory attends over the mails in its mailbox. Explicit forward/backward over
-// caller-owned weight views; scratch and the backward context come from the step Arena.
+// node's memory attends over the mails in its mailbox. An explicit forward/backward pair,
+// outputs first, over parameters in a ParameterStore; scratch and the backward context come
+// from the step Arena.
 #pragma once
 
 #include <cstdint>
-#include <string_view>
+#include <string>
 #include <type_traits>
-#include <vector>
 
 #include "depbloom/core/arena.h"
-#include "depbloom/core/philox.h"
 #include "depbloom/core/tensor.h"
-#include "depbloom/model/temporal_attention.h"  // AttentionParamShape
+#include "depbloom/model/dropout.h"
+#include "depbloom/model/parameters.h"
 
 namespace depbloom::model {
 
@@ -30,16 +30,12 @@ struct ApanUpdaterConfig {
 
 // Parameter (or gradient) views; Linear weights are [out, in], y = x W^T + b.
 struct ApanUpdaterWeights {
-  Tensor time_w, time_b;     // [d_time] (shape [0] when d_time is 0)
+  Tensor time_w, time_b;     // [d_time] (undefined when d_time is 0)
   Tensor w_q, b_q;           // [d_mem, d_mem], [d_mem]
   Tensor w_k, b_k;           // [d_mem, d_mail + d_time], [d_mem]
   Tensor w_v, b_v;           // [d_mem, d_mail + d_time], [d_mem]
   Tensor ln_gamma, ln_beta;  // [d_mem]
   Tensor w_o, b_o;           // [d_mem, d_mem], [d_mem]
-
-  // The member a parameter_shapes() name stands for; nullptr for an unknown name.
-  Tensor* field(std::string_view name);
-  const Tensor* field(std::string_view name) const;
 };
 
 // Arena tensors plus views of the forward's inputs (kept alive by the caller until
@@ -62,10 +58,14 @@ static_assert(std::is_trivially_destructible_v<ApanUpdaterContext>);
 
 class ApanMemoryUpdater {
  public:
-  explicit ApanMemoryUpdater(const ApanUpdaterConfig& cfg);
+  // Declares "<name>.time_w", "<name>.w_q", ... in `store` (not finalized yet), initialised
+  // as torch's nn.Linear and LayerNorm.
+  ApanMemoryUpdater(ParameterStore& store, const std::string& name, const ApanUpdaterConfig& cfg);
 
   const ApanUpdaterConfig& config() const { return cfg_; }
-  std::vector<AttentionParamShape> parameter_shapes() const;
+  // Views of the parameters and of their gradients (after the store's finalize()).
+  ApanUpdaterWeights weights() const;
+  ApanUpdaterWeights gradients() const;
 
   // The equation (TGL's TransformerMemoryUpdater, which APAN's TGL config uses):
   //   q = s W_q^T + b_q,  x_j = [mail_j || te(t - mail_ts_j)],
@@ -73,30 +73,34 @@ class ApanMemoryUpdater {
   //   a = attention(q, k, v) over the valid slots (H heads, leaky_relu scores),
   //   s' = relu(dropout(LayerNorm(a + s) W_o^T + b_o)).
   // A node whose mailbox is empty gets a = 0, i.e. s' = relu(LayerNorm(s) W_o^T + b_o).
-  void forward(ApanUpdaterContext& ctx,   // filled for backward
-               const Tensor& new_memory,  // [B, d_mem]
-               Arena& arena,              // the context's tensors and scratch
-               const ApanUpdaterWeights& w,
-               const Tensor& memory,   // [B, d_mem]
-               const Tensor& mail,     // [B, S, d_mail]
-               const Tensor& mail_ts,  // [B, S] timestamps of the mails
-               const Tensor& t,        // [B] the update time of each node
-               const Tensor& mask,     // [B, S] u8, 1 = slot holds a mail
-               bool training = false, const RngKey& dropout_key = {},
-               const ops::DropoutRows& rows = {}) const;  // dropout counters of the rows
+  void forward(const Tensor& new_memory,    // [B, d_mem]
+               ApanUpdaterContext& ctx,     // filled for backward
+               const Tensor& memory,        // [B, d_mem]
+               const Tensor& mail,          // [B, S, d_mail]
+               const Tensor& mail_ts,       // [B, S] timestamps of the mails
+               const Tensor& t,             // [B] the update time of each node
+               const Tensor& mask,          // [B, S] u8, 1 = slot holds a mail
+               const DropoutDraw& dropout,  // the rows' masks
+               Arena& arena) const;         // the context's tensors and scratch
 
-  // Parameter gradients ACCUMULATE into `grads`; d_memory and d_mail OVERWRITE (pass
+  // Parameter gradients ACCUMULATE into the store; d_memory and d_mail OVERWRITE (pass
   // Tensor{} for d_mail when the mails need no gradient).
-  void backward(const Tensor& d_memory,  // [B, d_mem]
-                const Tensor& d_mail,    // [B, S, d_mail] or Tensor{}
-                const ApanUpdaterWeights& grads,
+  void backward(const Tensor& d_memory,      // [B, d_mem]
+                const Tensor& d_mail,        // [B, S, d_mail] or Tensor{}
                 const Tensor& d_new_memory,  // [B, d_mem]
-                const ApanUpdaterContext& ctx, const ApanUpdaterWeights& w, Arena& arena) const;
+                const ApanUpdaterContext& ctx, Arena& arena) const;
 
  private:
-  void check_weights(const ApanUpdaterWeights& w, const char* what) const;
-  std::vector<AttentionParamShape> shapes_;  // parameter_shapes(), cached
+  struct Ids {
+    ParamId time_w, time_b, w_q, b_q, w_k, b_k, w_v, b_v, ln_gamma, ln_beta, w_o, b_o;
+  };
+  ApanUpdaterWeights views(bool grads) const;
+  void check_forward_args(const Tensor& new_memory, const Tensor& memory, const Tensor& mail,
+                          const Tensor& mail_ts, const Tensor& t, const Tensor& mask) const;
+
+  const ParameterStore* store_;
   ApanUpdaterConfig cfg_;
+  Ids ids_;
 };
 
 }  // namespace depbloom::model

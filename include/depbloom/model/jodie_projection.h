@@ -1,6 +1,6 @@
-// Embedding layers without neighbours: JODIE's time projection h = s * (1 + dt w + b)
-// (a learnable Linear 1 -> d applied to the time since the node's last update) and APAN's
-// identity h = s. Gradients of w and b accumulate; ds overwrites; dt is data.
+// JODIE's time projection h = s * (1 + dt w + b): a learnable Linear 1 -> d applied to the
+// time since the node's last update. Gradients of w and b accumulate; ds overwrites; dt is
+// data.
 #pragma once
 
 #include <cstdint>
@@ -25,12 +25,12 @@ class JodieProjection {
   JodieProjection(ParameterStore& store, const std::string& name, int64_t dim);
 
   // h [B, d] = memory [B, d] * (1 + dt [B] w + b).
-  void forward(Arena& arena, JodieProjectionContext& ctx, const Tensor& h, const Tensor& memory,
-               const Tensor& dt) const;
+  void forward(const Tensor& h, JodieProjectionContext& ctx, const Tensor& memory, const Tensor& dt,
+               Arena& arena) const;
   // d_memory [B, d] (optional, overwrite) = dh * factor; dw += sum_b dt_b (dh * memory)_b;
   // db += sum_b (dh * memory)_b. dh [B, d].
-  void backward(Arena& arena, const Tensor& d_memory, const Tensor& dh,
-                const JodieProjectionContext& ctx) const;
+  void backward(const Tensor& d_memory, const Tensor& dh, const JodieProjectionContext& ctx,
+                Arena& arena) const;
 
   int64_t dim() const { return dim_; }
 
@@ -39,9 +39,5 @@ class JodieProjection {
   int64_t dim_;
   ParamId weight_, bias_;
 };
-
-// APAN's embedding: the memory itself. h and memory [B, d]; d_memory = dh.
-void identity_embedding_forward(const Tensor& h, const Tensor& memory);
-void identity_embedding_backward(const Tensor& d_memory, const Tensor& dh);
 
 }  // namespace depbloom::model

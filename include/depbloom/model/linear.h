@@ -1,5 +1,6 @@
 // Linear layer y = x W^T + b (torch.nn.Linear's layout: W [out, in]), a forward/backward
-// pair over explicit buffers. Weight and bias gradients accumulate; dx overwrites.
+// pair over explicit buffers, outputs first. Weight and bias gradients accumulate into the
+// store; dx overwrites.
 #pragma once
 
 #include <cstdint>
@@ -21,7 +22,7 @@ class Linear {
          bool bias = true);
 
   // y [B, out] = x [B, in] W^T + b.
-  void forward(LinearContext& ctx, const Tensor& y, const Tensor& x) const;
+  void forward(const Tensor& y, LinearContext& ctx, const Tensor& x) const;
   // dx [B, in] (optional, overwrite) = dy W; dW += dy^T x; db += sum_rows dy.
   // dy [B, out].
   void backward(const Tensor& dx, const Tensor& dy, const LinearContext& ctx) const;

@@ -26,12 +26,12 @@ class LinkPredictor {
   // logits [(1+K)B]: rows [0, B) score (src_b, dst_b), rows [jB, (j+1)B) for j >= 1 score
   // (src_b, the j-th negative of b) (TGL's order). h_src [B, d]; h_dst [(1+K)B, d] with the
   // positive destinations first, then the K blocks of negatives.
-  void forward(Arena& arena, LinkPredictorContext& ctx, const Tensor& logits, const Tensor& h_src,
-               const Tensor& h_dst) const;
+  void forward(const Tensor& logits, LinkPredictorContext& ctx, const Tensor& h_src,
+               const Tensor& h_dst, Arena& arena) const;
   // d_src [B, d], d_dst [(1+K)B, d]: optional (Tensor{} to skip), overwrite;
   // d_logits [(1+K)B].
-  void backward(Arena& arena, const Tensor& d_src, const Tensor& d_dst, const Tensor& d_logits,
-                const LinkPredictorContext& ctx) const;
+  void backward(const Tensor& d_src, const Tensor& d_dst, const Tensor& d_logits,
+                const LinkPredictorContext& ctx, Arena& arena) const;
 
  private:
   int64_t dim_;

@@ -33,12 +33,12 @@ class RecurrentMemoryUpdater {
 
   // h_new [B, H]: the updated memory of B nodes from mail [B, d_mail], the mail's age
   // mail_dt [B] (t - mail_ts) and the previous memory [B, H]. Scratch from `arena`.
-  void forward(Arena& arena, MemoryUpdaterContext& ctx, const Tensor& h_new, const Tensor& mail,
-               const Tensor& mail_dt, const Tensor& memory) const;
+  void forward(const Tensor& h_new, MemoryUpdaterContext& ctx, const Tensor& mail,
+               const Tensor& mail_dt, const Tensor& memory, Arena& arena) const;
   // d_mail [B, d_mail], d_memory [B, H]: optional (Tensor{} to skip), overwrite; d_memory
   // is the full gradient (direct path plus through W_hh). dh_new [B, H].
-  void backward(Arena& arena, const Tensor& d_mail, const Tensor& d_memory, const Tensor& dh_new,
-                const MemoryUpdaterContext& ctx) const;
+  void backward(const Tensor& d_mail, const Tensor& d_memory, const Tensor& dh_new,
+                const MemoryUpdaterContext& ctx, Arena& arena) const;
 
   RecurrentCell cell() const { return cell_; }
   int64_t memory_dim() const { return hidden_; }
@@ -52,22 +52,6 @@ class RecurrentMemoryUpdater {
   int64_t mail_dim_, hidden_;
   TimeEncoder time_;
   ParamId weight_ih_, bias_ih_, weight_hh_, bias_hh_;
-};
-
-// TGN's updater.
-class GruMemoryUpdater : public RecurrentMemoryUpdater {
- public:
-  GruMemoryUpdater(ParameterStore& store, const std::string& name, int64_t mail_dim,
-                   int64_t time_dim, int64_t memory_dim)
-      : RecurrentMemoryUpdater(store, name, RecurrentCell::gru, mail_dim, time_dim, memory_dim) {}
-};
-
-// JODIE's updater.
-class RnnMemoryUpdater : public RecurrentMemoryUpdater {
- public:
-  RnnMemoryUpdater(ParameterStore& store, const std::string& name, int64_t mail_dim,
-                   int64_t time_dim, int64_t memory_dim)
-      : RecurrentMemoryUpdater(store, name, RecurrentCell::rnn, mail_dim, time_dim, memory_dim) {}
 };
 
 }  // namespace depbloom::model

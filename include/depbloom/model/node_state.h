@@ -8,10 +8,35 @@
 #include <cstdint>
 #include <vector>
 
+#include "depbloom/core/arena.h"
 #include "depbloom/core/memory.h"
 #include "depbloom/core/tensor.h"
 
 namespace depbloom::model {
+
+// The rows one step writes into a NodeState, in write order (node ids on the host, rows and
+// times on the state's device): memory rows, a later row of the same node winning, and
+// mails, each claiming its node's next ring slot in claim order, a later mail winning a slot
+// it wraps onto.
+struct WriteSet {
+  const int32_t* mem_node = nullptr;  // [w]
+  int64_t mem_count = 0;
+  Tensor mem_rows, mem_time;           // [w, d_mem], [w]
+  const int32_t* mail_node = nullptr;  // [m]
+  // [m] positions into the mail arrays in claim order; null: 0, 1, ..., m - 1.
+  const int64_t* mail_order = nullptr;
+  int64_t mail_count = 0;
+  Tensor mail_rows, mail_time;  // [m, d_mail], [m]
+};
+
+// Which nodes' writes apply: all of them, or those whose mark equals apply_mark. Writes that
+// a filter holds back and a later apply with the opposite mark applies end in the same state,
+// as long as nothing writes those nodes in between (each node's writes keep their order).
+struct WriteFilter {
+  const uint8_t* mark = nullptr;  // [N] per node; null: every node passes
+  uint8_t apply_mark = 1;
+  bool passes(int32_t node) const { return mark == nullptr || mark[node] == apply_mark; }
+};
 
 class NodeState {
  public:
@@ -23,6 +48,10 @@ class NodeState {
   // Becomes a copy of `other` (same sizes, dtype and device): the memory backup and
   // restore around TGN's new-node evaluation pass. Allocates nothing.
   void copy_from(const NodeState& other);
+
+  // The one write-back path: the writes of `writes` whose node passes `filter`, with the
+  // rules of WriteSet; staging from `arena`. Returns the memory rows and mails written.
+  int64_t apply(const WriteSet& writes, const WriteFilter& filter, Arena& arena);
 
   // Scatters rows into the state: memory rows [n, d_mem] and times [n] of the nodes in idx
   // [n] (distinct ids, i32 on the state's device; negative ids skipped).
@@ -68,6 +97,16 @@ class NodeState {
   OwnedTensor memory_, last_update_, mail_, mail_ts_;
   std::vector<int32_t> head_;   // next slot to write, per node
   std::vector<int32_t> count_;  // valid mails, per node (<= slots)
+  // apply's scratch: dedup stamps per node and per ring slot, and the winning positions.
+  uint32_t stamp_ = 0;
+  std::vector<uint32_t> node_stamp_, slot_stamp_;
+  std::vector<int32_t> node_pos_, slot_pos_;
+  std::vector<int32_t> win_node_, win_slot_;
+  std::vector<int64_t> win_pos_;
+  bool wins_first(std::vector<uint32_t>& stamps, std::vector<int32_t>& where, size_t key,
+                  int64_t i);
+  int64_t apply_memory(const WriteSet& writes, const WriteFilter& filter, Arena& arena);
+  int64_t apply_mail(const WriteSet& writes, const WriteFilter& filter, Arena& arena);
 };
 
 }  // namespace depbloom::model

@@ -67,6 +67,12 @@ class ParameterStore {
   Tensor grad(ParamId id) const { return view_of(grads_, id); }
   Tensor adam_m(ParamId id) const { return view_of(adam_m_, id); }
   Tensor adam_v(ParamId id) const { return view_of(adam_v_, id); }
+  // The value's (or with grad, the gradient's) view; an undefined Tensor for an invalid id
+  // (a parameter a layer's configuration leaves out).
+  Tensor view(ParamId id, bool grad) const {
+    if (!id.valid()) return Tensor{};
+    return grad ? this->grad(id) : value(id);
+  }
   Tensor value(const std::string& name) const { return value(checked_find(name)); }
   Tensor grad(const std::string& name) const { return grad(checked_find(name)); }
 

@@ -1,27 +1,19 @@
 // TemporalAttentionLayer: one layer of TGN's / TGAT's temporal graph attention (TGL's
-// TransfomerAttentionLayer) as an explicit forward/backward pair over caller-owned weight
-// views. It owns no parameters and allocates only from the step Arena it is given.
+// TransfomerAttentionLayer) as an explicit forward/backward pair, outputs first. Its
+// parameters live in the ParameterStore it declared them in; it allocates only from the step
+// Arena it is given.
 #pragma once
 
 #include <cstdint>
 #include <string>
-#include <string_view>
 #include <type_traits>
-#include <vector>
 
-#include "depbloom/backend/ops.h"  // DropoutRows
 #include "depbloom/core/arena.h"
-#include "depbloom/core/philox.h"
 #include "depbloom/core/tensor.h"
+#include "depbloom/model/dropout.h"
+#include "depbloom/model/parameters.h"
 
 namespace depbloom::model {
-
-// One named parameter shape, in the order a flat ParameterStore should lay them out
-// (used by the attention-style layers of this folder).
-struct AttentionParamShape {
-  std::string name;
-  Shape shape;
-};
 
 // tgl: TGL's TransfomerAttentionLayer. Q/K/V of width d_out, scores leaky_relu(<q, k>),
 //   out = LayerNorm(relu(dropout([attention || h_root] W_o^T + b_o))).
@@ -65,7 +57,7 @@ struct TemporalAttentionConfig {
 
 // Views of the layer's parameters (or of their gradients: the same struct, same shapes).
 // Linear weights are PyTorch-style [out, in], used as y = x W^T + b. A = d_att().
-// Each style uses a subset (parameter_shapes() names it); the others stay undefined.
+// Each style uses a subset; the others stay undefined.
 struct TemporalAttentionWeights {
   Tensor time_w, time_b;     // [d_time] time encoding cos(dt * w + b), shared by roots/nbrs
   Tensor w_q, b_q;           // [A, d_in + d_time], [A]
@@ -76,10 +68,6 @@ struct TemporalAttentionWeights {
   Tensor w_p;                // tgn: [A, A] the attention output projection
   Tensor w_1, b_1;           // tgn: [d_in, A + d_in], [d_in]
   Tensor w_2, b_2;           // tgn: [d_out, d_in], [d_out]
-
-  // The member a parameter_shapes() name stands for; nullptr for an unknown name.
-  Tensor* field(std::string_view name);
-  const Tensor* field(std::string_view name) const;
 };
 
 // The neighbours' features as rows of a table: h_nbr[r, j] = table[rows[r * k + j]], a
@@ -93,8 +81,8 @@ struct NeighbourRows {
 };
 
 // What backward needs: arena tensors (valid until the arena's reset) plus views of the
-// forward's inputs, which the caller keeps alive until backward. Trivially destructible,
-// so the caller may place it in the arena too (model/context.h's new_context).
+// forward's inputs, which the caller keeps alive until backward. Trivially destructible, so
+// resetting it allocates nothing.
 struct TemporalAttentionContext {
   int64_t roots = 0, slots = 0;
   bool dropped = false;               // dropout applied (training with p > 0)
@@ -115,52 +103,64 @@ static_assert(std::is_trivially_destructible_v<TemporalAttentionContext>);
 
 class TemporalAttentionLayer {
  public:
-  explicit TemporalAttentionLayer(const TemporalAttentionConfig& cfg);
+  // Declares "<name>.time_w", "<name>.w_q", ... in `store` (not finalized yet) with torch's
+  // initialisation of the style's modules.
+  TemporalAttentionLayer(ParameterStore& store, const std::string& name,
+                         const TemporalAttentionConfig& cfg);
 
   const TemporalAttentionConfig& config() const { return cfg_; }
-  // Parameter names and shapes, in the order a ParameterStore lays them out.
-  std::vector<AttentionParamShape> parameter_shapes() const;
+  // Views of the parameters and of their gradients (after the store's finalize()).
+  TemporalAttentionWeights weights() const;
+  TemporalAttentionWeights gradients() const;
 
   // out = the style's output map of attention(Q, K, V) and h_root (see AttentionStyle),
   //   Q = [h_root || te(0)] W_q^T + b_q, K/V = [h_nbr || e || te(dt)] W_{k,v}^T + b_{k,v}.
   // A root with no valid slot attends to nothing: its attention output is 0.
   // All float tensors share one dtype and the arena's device.
-  void forward(TemporalAttentionContext& ctx,  // filled for backward
-               const Tensor& out,              // [R, d_out]
-               Arena& arena,                   // the context's tensors and scratch
-               const TemporalAttentionWeights& w,
-               const Tensor& h_root,  // [R, d_in]
-               const Tensor& h_nbr,   // [R, k, d_in]
-               const Tensor& e,       // [R, k, d_edge]; Tensor{} when d_edge is 0
-               const Tensor& dt,      // [R, k] time since the neighbour's event
-               const Tensor& mask,    // [R, k] u8, 1 = valid slot
-               bool training = false, const RngKey& dropout_key = {},
-               const ops::DropoutRows& rows = {}) const;  // dropout counters of the roots
+  void forward(const Tensor& out,              // [R, d_out]
+               TemporalAttentionContext& ctx,  // filled for backward
+               const Tensor& h_root,           // [R, d_in]
+               const Tensor& h_nbr,            // [R, k, d_in]
+               const Tensor& e,                // [R, k, d_edge]; Tensor{} when d_edge is 0
+               const Tensor& dt,               // [R, k] time since the neighbour's event
+               const Tensor& mask,             // [R, k] u8, 1 = valid slot
+               const DropoutDraw& dropout,     // the roots' masks
+               Arena& arena) const;            // the context's tensors and scratch
   // The same map in table mode: the neighbours' features are rows of nbr.table.
-  void forward(TemporalAttentionContext& ctx, const Tensor& out, Arena& arena,
-               const TemporalAttentionWeights& w, const Tensor& h_root, const NeighbourRows& nbr,
-               const Tensor& e, const Tensor& dt, const Tensor& mask, bool training = false,
-               const RngKey& dropout_key = {}, const ops::DropoutRows& rows = {}) const;
+  void forward(const Tensor& out, TemporalAttentionContext& ctx, const Tensor& h_root,
+               const NeighbourRows& nbr, const Tensor& e, const Tensor& dt, const Tensor& mask,
+               const DropoutDraw& dropout, Arena& arena) const;
 
-  // Parameter gradients ACCUMULATE into `grads`; dh_root, de OVERWRITE, and so does dh_nbr
+  // Parameter gradients ACCUMULATE into the store; dh_root, de OVERWRITE, and so does dh_nbr
   // after a slot-mode forward; after a table-mode forward dh_nbr is the table's gradient
   // [U, d_in] and ACCUMULATES (a table row may fill many slots, and other layers may add
   // to it too). Pass a Tensor{} (no data) for dh_nbr or de when that gradient is not wanted.
   void backward(const Tensor& dh_root,  // [R, d_in]
                 const Tensor& dh_nbr,   // [R, k, d_in], table mode [U, d_in], or Tensor{}
                 const Tensor& de,       // [R, k, d_edge] or Tensor{}
-                const TemporalAttentionWeights& grads,
-                const Tensor& dout,  // [R, d_out]
-                const TemporalAttentionContext& ctx, const TemporalAttentionWeights& w,
+                const Tensor& dout,     // [R, d_out]
+                const TemporalAttentionContext& ctx,
                 Arena& arena) const;  // scratch for this call
 
  private:
-  void check_weights(const TemporalAttentionWeights& w, const char* what) const;
+  struct Ids {
+    ParamId time_w, time_b, w_q, b_q, w_k, b_k, w_v, b_v, w_o, b_o, ln_gamma, ln_beta, w_p, w_1,
+        b_1, w_2, b_2;
+  };
+  void declare(ParameterStore& store, const std::string& prefix);
+  TemporalAttentionWeights views(bool grads) const;
   // Both modes: exactly one of h_nbr (slot mode) and nbr (table mode) is given.
   void forward_impl(TemporalAttentionContext& ctx, const Tensor& out, Arena& arena,
-                    const TemporalAttentionWeights& w, const Tensor& h_root, const Tensor& h_nbr,
-                    const NeighbourRows* nbr, const Tensor& e, const Tensor& dt, const Tensor& mask,
-                    bool training, const RngKey& dropout_key, const ops::DropoutRows& rows) const;
+                    const Tensor& h_root, const Tensor& h_nbr, const NeighbourRows* nbr,
+                    const Tensor& e, const Tensor& dt, const Tensor& mask,
+                    const DropoutDraw& dropout) const;
+  void check_forward_args(const Tensor& out, const Tensor& h_root, const Tensor& h_nbr,
+                          const NeighbourRows* nbr, const Tensor& edges, const Tensor& dt,
+                          const Tensor& mask) const;
+  void project_keys_values(TemporalAttentionContext& ctx, Arena& arena,
+                           const TemporalAttentionWeights& w) const;
+  void forward_norm(TemporalAttentionContext& ctx, const Tensor& out, Arena& arena,
+                    const TemporalAttentionWeights& w, const DropoutDraw& dropout) const;
   void project_from_table(const Tensor& out, Arena& arena, const NeighbourRows& nbr,
                           const Tensor& rest_in, const Tensor& w, const Tensor& b) const;
   void backward_from_table(const Tensor& d_table, const Tensor& de, const Tensor& d_te,
@@ -168,14 +168,15 @@ class TemporalAttentionLayer {
                            const TemporalAttentionContext& ctx, const Tensor& w, bool accumulate,
                            Arena& arena) const;
   void forward_merge(TemporalAttentionContext& ctx, const Tensor& out, Arena& arena,
-                     const TemporalAttentionWeights& w, const RngKey& dropout_key,
-                     const ops::DropoutRows& rows) const;
+                     const TemporalAttentionWeights& w, const DropoutDraw& dropout) const;
   void backward_merge(const Tensor& d_att, const Tensor& dh_root,
                       const TemporalAttentionWeights& grads, const Tensor& dout,
                       const TemporalAttentionContext& ctx, const TemporalAttentionWeights& w,
                       Arena& arena) const;
-  std::vector<AttentionParamShape> shapes_;  // parameter_shapes(), cached
+
+  const ParameterStore* store_;
   TemporalAttentionConfig cfg_;
+  Ids ids_;
 };
 
 }  // namespace depbloom::model

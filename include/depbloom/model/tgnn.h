@@ -1,26 +1,20 @@
 // Tgnn: the memory-based temporal GNNs (TGN, JODIE, APAN) and the memory-less TGAT model,
-// assembled from this folder's layers as one forward/backward pair over TgnnInputs, the
-// device-side description of one batch that the trainer's planner builds. The model owns
-// no node state: it reads a NodeState and leaves the write-back to the caller, which gets
-// the updated memory of every input row (updated_memory()).
+// composed of typed parts (a memory part, an embedding part, the link predictor) and run as
+// the stages of a step over explicit buffers: gather -> update_memory -> embed -> predict,
+// then backward. TgnnInputs is the device-side description of one batch that the trainer
+// stages. The model owns no node state: the gather stage reads a NodeState into
+// MemoryRows, and the caller writes back from the updated memory rows.
 #pragma once
 
 #include <array>
 #include <cstdint>
 #include <memory>
-#include <string>
-#include <vector>
 
 #include "depbloom/core/arena.h"
-#include "depbloom/core/philox.h"
 #include "depbloom/core/tensor.h"
-#include "depbloom/model/apan_updater.h"
-#include "depbloom/model/jodie_projection.h"
 #include "depbloom/model/link_predictor.h"
-#include "depbloom/model/memory_updater.h"
 #include "depbloom/model/node_state.h"
 #include "depbloom/model/parameters.h"
-#include "depbloom/model/temporal_attention.h"
 #include "depbloom/model/tgnn_config.h"
 
 namespace depbloom::model {
@@ -51,92 +45,54 @@ struct TgnnInputs {
   uint32_t epoch = 0;
 };
 
-// Host wall time per part of the step, accumulated until reset (on a GPU the launches are
-// asynchronous, so time lands where the host next waits).
-struct TgnnTimes {
-  double gather = 0, memory_update = 0, embed = 0, predict = 0;
-  double backward_predict = 0, backward_embed = 0, backward_memory = 0;
+// The node-state rows of a batch's memory rows, as the gather stage reads them (undefined
+// for a model without memory).
+struct MemoryRows {
+  Tensor memory;       // [U, d_mem]
+  Tensor last_update;  // [U] the rows' last-update times, before this step's writes
+  Tensor mail;         // [U, slots, d_mail]
+  Tensor mail_ts;      // [U, slots]
 };
+
+class MemoryPart;
+class EmbeddingPart;
 
 class Tgnn {
  public:
-  // Declares every parameter in `store` (which must not be finalized yet).
+  // Declares every parameter in `store` (which must not be finalized yet); the parts read
+  // their views once it is.
   Tgnn(ParameterStore& store, const TgnnConfig& cfg);
-  // Binds the weight views; call after store.finalize().
-  void bind();
+  ~Tgnn();
+  Tgnn(const Tgnn&) = delete;
+  Tgnn& operator=(const Tgnn&) = delete;
 
   const TgnnConfig& config() const { return cfg_; }
 
-  // logits [(1+K)B]: TGL's order (positives, then the K negative blocks). edge_feat
-  // [E, d_edge] on the device (Tensor{} without edge features). Everything the backward
-  // needs lives in `arena` until its reset.
-  void forward(Arena& arena, const TgnnInputs& in, const NodeState& state, const Tensor& edge_feat,
-               bool training, const Tensor& logits);
-  // Accumulates the parameter gradients of loss(logits) given d_logits [(1+K)B].
-  void backward(Arena& arena, const Tensor& d_logits);
-
-  // [U, d_mem] the updated memory of every memory row of the last forward (detach by
-  // copying); undefined for memory none.
-  const Tensor& updated_memory() const { return step_.updated; }
-  // [U] the last-update times of the memory rows as gathered (before this step's writes).
-  const Tensor& row_last_update() const { return step_.last_update; }
-
-  TgnnTimes& times() { return times_; }
+  // Gather stage: rows [U, ...] of `state` for in.mem_node, from `arena` (nothing without
+  // memory).
+  void gather(MemoryRows& rows, const NodeState& state, const TgnnInputs& in, Arena& arena) const;
+  // Memory-update stage: updated [U, d_input()], every memory row's memory as of its time
+  // (rows without mail pass through); with gradient.
+  void update_memory(const Tensor& updated, const TgnnInputs& in, const MemoryRows& rows,
+                     bool training, Arena& arena);
+  // Embed stage: emb [(2+K)B, d_out()] of every root from the updated rows.
+  void embed(const Tensor& emb, const TgnnInputs& in, const Tensor& updated, const MemoryRows& rows,
+             const Tensor& edge_feat, bool training, Arena& arena);
+  // Predict (the loss stage's first half): logits [(1+K)B] in TGL's order (positives, then
+  // the K negative blocks) from emb.
+  void predict(const Tensor& logits, const Tensor& emb, Arena& arena);
+  // Accumulates the parameter gradients of loss(logits) given d_logits [(1+K)B], through
+  // the last predict, embed and update_memory (whose buffers must still be alive).
+  void backward(const Tensor& d_logits, Arena& arena);
 
  private:
-  struct AttentionParams {
-    std::vector<ParamId> ids;
-    std::vector<std::string> names;
-    TemporalAttentionWeights value, grad;
-  };
-  struct ApanParams {
-    std::vector<ParamId> ids;
-    std::vector<std::string> names;
-    ApanUpdaterWeights value, grad;
-  };
-  // What one forward leaves for its backward: views into the step arena and the layer
-  // contexts (plain structs of views, so resetting them allocates nothing).
-  struct StepState {
-    int64_t u = 0, roots = 0, batch = 0;
-    int64_t updating = 0;  // memory rows [0, updating) run through the updater
-    bool training = false;
-    const TgnnInputs* in = nullptr;
-    Tensor memory, last_update, mail, mail_ts;  // gathered state rows [U, ...]
-    Tensor mail_dt;                             // [U] time - last update (recurrent)
-    Tensor updated;                             // [U, d_input] the updated memory
-    MemoryUpdaterContext recurrent;
-    ApanUpdaterContext apan;
-    Tensor jodie_dt;  // [R0] JODIE's normalised time since update
-    JodieProjectionContext jodie;
-    std::array<Tensor, kMaxHops> edges;  // [R_l, k, d_edge] features of hop l's slots
-    // h[i][j]: input of layer i (0: memory rows) at hop j; attn[i][j]: layer i at hop j.
-    std::array<std::array<Tensor, kMaxHops + 1>, kMaxHops + 1> h;
-    std::array<std::array<TemporalAttentionContext, kMaxHops>, kMaxHops> attn;
-    // table[j]: layer 0 at hop j read its neighbours as rows of `updated` (table mode).
-    std::array<bool, kMaxHops> table{};
-    Tensor emb;  // [R0, d_out]
-    LinkPredictorContext predictor;
-  };
-
-  void update_memory(Arena& arena, const TgnnInputs& in, const NodeState& state);
-  void embed(Arena& arena, const TgnnInputs& in, const Tensor& edge_feat);
-  void backward_embedding(Arena& arena, const Tensor& d_emb, const Tensor& d_updated);
-  void backward_memory(Arena& arena, const Tensor& d_updated);
-  int64_t hop_roots(int hop) const;
-  // Dropout counters of rows [begin, end) of `ids`; nothing when no mask is drawn.
-  ops::DropoutRows dropout_rows(const Tensor& ids, int64_t begin, int64_t end) const;
-
-  ParameterStore* store_;
   TgnnConfig cfg_;
-  std::unique_ptr<RecurrentMemoryUpdater> recurrent_;
-  std::unique_ptr<ApanMemoryUpdater> apan_;
-  ApanParams apan_params_;
-  std::unique_ptr<JodieProjection> jodie_;
-  std::vector<TemporalAttentionLayer> attention_;
-  std::vector<AttentionParams> attention_params_;
-  std::unique_ptr<LinkPredictor> predictor_;
-  StepState step_;
-  TgnnTimes times_;
+  std::unique_ptr<MemoryPart> memory_;
+  std::unique_ptr<EmbeddingPart> embedding_;
+  LinkPredictor predictor_;
+  // The last forward, for backward.
+  int64_t batch_ = 0, rows_ = 0;
+  LinkPredictorContext predict_ctx_;
 };
 
 }  // namespace depbloom::model

@@ -20,7 +20,7 @@ class TimeEncoder {
   TimeEncoder(ParameterStore& store, const std::string& name, int64_t dim);
 
   // out [R, dim] = cos(dt [R] * w + b).
-  void forward(TimeEncoderContext& ctx, const Tensor& out, const Tensor& dt) const;
+  void forward(const Tensor& out, TimeEncoderContext& ctx, const Tensor& dt) const;
   // dw, db += from dout [R, dim].
   void backward(const Tensor& dout, const TimeEncoderContext& ctx) const;
 

@@ -1,8 +1,8 @@
-// Strategy: how data-parallel ranks share the training stream. It decides which part of each
-// global batch this rank runs (and in which order), how the gradients of the ranks are
-// combined, and when and how node memory and mailboxes are reconciled afterwards. The
-// Trainer runs the model on the slice it is given; it never talks to the communicator itself.
-// Not a scheduler: every strategy here runs one step after the other, unpipelined.
+// Strategy: how data-parallel ranks share the training stream. It owns the schedule (which
+// events each rank runs in each step, and where the ranks sync), combines the ranks'
+// gradients, and reconciles node memory and mailboxes at the sync points. The Trainer runs
+// the steps it is given; it never talks to the communicator itself. One table registers the
+// strategies: it serves the factory, strategy.name's choices and the log lines.
 #pragma once
 
 #include <cstdint>
@@ -10,44 +10,30 @@
 #include <string>
 #include <vector>
 
-#include "depbloom/core/arena.h"
 #include "depbloom/dist/communicator.h"
 #include "depbloom/model/node_state.h"
 #include "depbloom/model/parameters.h"
-#include "depbloom/train/batch_planner.h"
+#include "depbloom/train/batch_plan.h"
+#include "depbloom/train/schedule.h"
+#include "depbloom/train/step_io.h"
 
 namespace depbloom::train {
 
-// This rank's part of a global batch of `count` events.
-struct Slice {
-  const int64_t* events = nullptr;  // [count] stream rows, ascending (a view of the batch)
-  int64_t count = 0;                // 0: the rank still takes part in every collective
-  // The slice's share of the global batch: its loss is scaled by it so that the reduced
-  // gradient is the gradient of the global mean.
-  double loss_share = 1.0;
-};
+// strict's split of a global step: P contiguous parts in rank order, rank r taking events
+// [r*B/P, (r+1)*B/P) of the step, so sizes differ by at most one and the parts in rank order
+// are the step in event order. (Every random draw is keyed by the event, so a part needs
+// nothing else to draw what the whole step would.)
+ScheduledStep contiguous_part(const int64_t* events, int64_t count, int rank, int ranks);
 
-// strict's split: P contiguous slices in rank order, rank r taking events
-// [r*B/P, (r+1)*B/P) of the batch, so sizes differ by at most one and the slices in rank
-// order are the batch in event order.
-// (Every random draw is keyed by the event, so a slice needs nothing else to draw what the
-// whole batch would.)
-Slice contiguous_slice(const int64_t* events, int64_t count, int rank, int ranks);
-
-// What one step leaves for the strategy to reconcile: the planner that planned this rank's
-// slice and the model's outputs for it (views into the step arena; stale when the slice was
-// empty, and then not read).
-struct StepOutputs {
-  BatchPlanner* planner = nullptr;
-  Arena* arena = nullptr;
+// What the write-back stage hands the strategy after a step.
+struct StepWrites {
+  const ScheduledStep* step = nullptr;
+  const PlannedWrites* planned = nullptr;  // the mail kinds of this rank's writes
+  model::WriteSet writes;                  // this rank's writes (empty for an empty part)
   model::NodeState* state = nullptr;
-  Tensor updated;            // [U, d_mem] the updated memory rows
-  Tensor edge_feat;          // [E, d_edge] or Tensor{}
-  Tensor row_last_update;    // [U] or Tensor{}
-  bool memory = true;        // false: the model keeps no node memory, nothing to exchange
-  int64_t global_count = 0;  // events in the global batch
-  int64_t local_count = 0;   // events in this rank's slice
-  double local_loss = 0;     // TGL's loss over the slice (0 for an empty slice)
+  StepArena* arena = nullptr;
+  bool memory = true;     // false: the model keeps no node memory, nothing to write
+  double local_loss = 0;  // TGL's loss over this rank's events (0 for an empty part)
 };
 
 // Per-epoch accounting of what the strategy moved.
@@ -66,15 +52,17 @@ class Strategy {
   virtual const char* name() const = 0;
   virtual int ranks() const { return 1; }
 
+  // This rank's steps of an epoch over `train` (stream rows, ascending) with global steps of
+  // batch_size events, at most max_steps of them (0: all). Views into `train`.
+  virtual void schedule(Schedule& out, const std::vector<int64_t>& train, int64_t batch_size,
+                        int64_t max_steps) const = 0;
   // Identical initial parameters on every rank (rank 0's win).
   virtual void sync_parameters(model::ParameterStore& store) { (void)store; }
-  // This rank's part of the global batch events[0, count).
-  virtual Slice slice(const int64_t* events, int64_t count) const = 0;
   // After the backward, before the optimiser: the gradients every rank steps with.
   virtual void reduce_gradients(model::ParameterStore& store) { (void)store; }
-  // After the optimiser: the step's memory and mail writes applied so that every rank's node
-  // state is the one the 1-rank run has. Returns the global batch's loss.
-  virtual double reconcile(const StepOutputs& out) = 0;
+  // After the optimiser: the step's writes applied (at an exchange, every rank's, so the
+  // replicas agree). Returns the step's global loss.
+  virtual double reconcile(const StepWrites& w) = 0;
 
   void begin_epoch() { counts_ = StrategyCounts{}; }
   const StrategyCounts& counts() const { return counts_; }
@@ -84,42 +72,27 @@ class Strategy {
   StrategyCounts counts_;
 };
 
-// One device: the whole batch, no collectives, the planner's write-back in one go.
+// One device: the whole step, no collectives, the writes applied in one go.
 class SingleDeviceStrategy final : public Strategy {
  public:
   const char* name() const override { return "single-device"; }
-  Slice slice(const int64_t* events, int64_t count) const override;
-  double reconcile(const StepOutputs& out) override;
+  void schedule(Schedule& out, const std::vector<int64_t>& train, int64_t batch_size,
+                int64_t max_steps) const override;
+  double reconcile(const StepWrites& w) override;
 };
 
-// strict: every global batch split into contiguous slices, one per rank; one all-reduce of
-// the gradients; after each step the memory, last-update and mailbox rows every rank wrote
-// are all-gathered and applied in event order, so every replica stays the 1-rank state.
-// Per step: 1 all-reduce, 1 all-gather (per-rank counts and loss), 6 all-gather-v.
-class StrictStrategy final : public Strategy {
- public:
-  explicit StrictStrategy(dist::Communicator& comm) : comm_(comm) {}
-  const char* name() const override { return "strict"; }
-  int ranks() const override { return comm_.size(); }
-  void sync_parameters(model::ParameterStore& store) override;
-  Slice slice(const int64_t* events, int64_t count) const override;
-  void reduce_gradients(model::ParameterStore& store) override;
-  double reconcile(const StepOutputs& out) override;
-
- private:
-  void exchange_and_apply(const StepOutputs& out, const BatchPlanner::Writes& w, int64_t mem_total,
-                          int64_t mail_total);
-
-  dist::Communicator& comm_;
-  // Per-rank counts and the gathered host-side node ids and mail order, reused every step.
-  std::vector<double> my_counts_, all_counts_;
-  std::vector<int64_t> mem_counts_, mail_counts_, scaled_;
-  std::vector<int32_t> all_mem_node_, all_mail_node_;
-  std::vector<int64_t> mail_order_;
+// One registered strategy.
+struct StrategyEntry {
+  const char* name;
+  const char* summary;  // one line: the log's and the config docs' description
+  std::unique_ptr<Strategy> (*make)(dist::Communicator& comm);
 };
 
-// The strategies strategy.name accepts.
-const std::vector<std::string>& strategy_names();
+// Every strategy strategy.name accepts, in the order the docs list them.
+const std::vector<StrategyEntry>& strategy_table();
+std::vector<std::string> strategy_names();
+const StrategyEntry& strategy_entry(const std::string& name);  // config error if unknown
+
 // The strategy `name` over `comm` (not owned; null: one device). With one rank on the local
 // communicator every strategy is single-device training, exactly; one rank on mpi or nccl
 // runs the strategy with its collectives (same numbers). An unknown name is a config error

@@ -1,9 +1,9 @@
 // Trainer: training and evaluation of a Tgnn on a chronologically split event stream, with
 // TGL's step semantics and the TGN authors' evaluation protocol (memory carries from
 // training into validation and test; the new-node passes run on a backed-up memory that is
-// restored afterwards). How ranks share a batch is its Strategy's business (strategy.h).
-// Everything per batch comes from one arena that is reset each step, so a warm step
-// allocates nothing.
+// restored afterwards). Its Strategy (strategy.h) lays out each rank's steps and reconciles
+// the ranks; a step runs the stages of step.h in order. Everything per step comes from one
+// step arena that is reset each step, so a warm step allocates nothing.
 #pragma once
 
 #include <cstdint>
@@ -22,9 +22,12 @@
 #include "depbloom/model/node_state.h"
 #include "depbloom/model/parameters.h"
 #include "depbloom/model/tgnn.h"
-#include "depbloom/train/batch_planner.h"
+#include "depbloom/train/batch_plan.h"
 #include "depbloom/train/checkpoint.h"
 #include "depbloom/train/metrics.h"
+#include "depbloom/train/schedule.h"
+#include "depbloom/train/step.h"
+#include "depbloom/train/step_io.h"
 #include "depbloom/train/strategy.h"
 
 namespace depbloom::train {
@@ -49,7 +52,7 @@ struct TrainerConfig {
   Device device = Device::cpu();
   DType dtype = DType::f32;  // f64 for gradient checks on the CPU
   // Data-parallel training with `strategy` (strategy.h; one of strategy_names()) over
-  // comm->size() ranks (not owned; must outlive the trainer). Null or one rank:
+  // comm->size() ranks (not owned; must outlive the trainer). Null or one local rank:
   // single-device training, unchanged, whatever the strategy.
   std::string strategy = "strict";
   dist::Communicator* comm = nullptr;
@@ -64,19 +67,12 @@ struct EvalResult {
   double seconds = 0.0;
 };
 
-// Seconds per stage of the training steps of one epoch. forward is the embedding, the
-// predictor and the loss; gather and memory_update are the parts before it.
-struct StageTimes {
-  double sample = 0, gather = 0, memory_update = 0, forward = 0, backward = 0, optimiser = 0,
-         write_back = 0;
-};
-
 struct EpochResult {
   int epoch = 0;
   double loss = 0.0;  // mean over the epoch's batches of TGL's loss
   int64_t events = 0;
-  int64_t batches = 0;
-  double memory_rows = 0.0;  // mean distinct (node, time) memory rows per batch
+  int64_t batches = 0;       // steps
+  double memory_rows = 0.0;  // mean distinct (node, time) memory rows per step
   double train_seconds = 0.0;
   StageTimes stages;
   EvalResult val, val_new;
@@ -99,46 +95,66 @@ class Trainer {
           const TrainerConfig& cfg);
   ~Trainer();
 
-  // The strategy (strategy.h) gives each rank its slice of every global batch, reduces the
-  // gradients (each rank's loss scaled by its share of the batch, so the sum is the 1-rank
-  // gradient), and reconciles the node state after every rank took the same Adam step.
-  // Evaluation runs in full on every rank. train_step and the loss trace report the global
-  // loss.
-  //
-  // Resets the node state, trains one pass over the training events, then validates
-  // (transductive, and new-node under the tgn protocol). epoch counts from 1.
+  // Resets the node state, trains one pass over this rank's schedule of the training events
+  // (its Strategy's), then validates (transductive, and new-node under the tgn protocol).
+  // Every rank evaluates in full. epoch counts from 1.
   EpochResult run_epoch(int epoch, const ProgressFn& progress = nullptr);
   // Test from the current state (the state after validation of the loaded epoch).
   // Returns {transductive, new-node}.
   std::pair<EvalResult, EvalResult> test();
 
-  // One training step on the global batch events[0, count) (negatives and dropout drawn
-  // for `epoch`, keyed by the events): this rank's slice forward, loss, backward, gradient
-  // reduction, Adam, reconciled write-back. Returns TGL's loss
-  // (BCE of the positives plus BCE of the negatives, each a mean). run_epoch calls it.
-  double train_step(const int64_t* events, int64_t count, int epoch);
-  // The same step's loss without changing anything but the gradients (which it fills when
-  // with_gradients): for gradient checks.
+  // This rank's steps of an epoch, as run_epoch runs them (the lookahead's source).
+  const Schedule& schedule_epoch();
+  // One training step: the stages of step.h in order, negatives and dropout drawn for
+  // `epoch`, keyed by the events. Returns the step's global loss (TGL's: BCE of the
+  // positives plus BCE of the negatives, each a mean), also appended to loss_trace().
+  double train_step(const ScheduledStep& step, int epoch);
+  // The plan the sample stage makes for `step` (reads no node state): the lookahead's.
+  void plan_step(BatchPlan& out, const ScheduledStep& step, int epoch);
+  const BatchPlan& last_plan() const { return data_.plan; }
+  // One device's loss of the step on events[0, count), changing nothing but the gradients
+  // (which it fills when with_gradients): for gradient checks.
   double step_loss(const int64_t* events, int64_t count, int epoch, bool with_gradients);
 
   // Parameters, Adam state, node state and the epoch, for checkpoints and resume.
   Checkpoint save(int64_t epoch, const std::string& config_text) const;
   void load(const Checkpoint& ckpt);  // data error naming the file when it does not fit
 
+  const TrainerConfig& config() const { return cfg_; }
+  const Strategy& strategy() const { return *strategy_; }
   const std::vector<double>& loss_trace() const { return loss_trace_; }
   model::ParameterStore& parameters() { return *store_; }
   model::NodeState& state() { return *state_; }
-  const Arena& arena() const { return arena_; }
+  const Arena& arena() const { return arena_.device(); }
   int64_t parameter_count() const { return store_->numel(); }
 
  private:
+  // The stages (trainer_step.cpp), in the order kTrainingStages lists them.
+  void sample(StepData& d);
+  void gather(StepData& d);
+  void memory_update(StepData& d);
+  void embed(StepData& d);
+  void loss(StepData& d);
+  void backward(StepData& d);
+  void reduce(StepData& d);
+  void optimise(StepData& d);
+  void write_back(StepData& d);
+  struct StageEntry {
+    Stage stage;
+    void (Trainer::*run)(StepData&);
+  };
+  static const std::array<StageEntry, kStages> kTrainingStages;
+  void check_finite(double loss, const StepData& d) const;
+
   EvalResult evaluate(const std::vector<int64_t>& events, uint32_t split_id);
-  double forward_backward(const int64_t* events, int64_t count, int epoch, bool with_gradients,
-                          double dloss);
+  void evaluate_batch(const int64_t* batch, int64_t count, uint32_t split_id);
+  void make_targets();
+  void standardise_time();
 
   const data::EventStream& stream_;
   const data::ChronoSplit& split_;
   TrainerConfig cfg_;
+  PlanConfig plan_cfg_;
   std::unique_ptr<Strategy> strategy_;
   std::unique_ptr<model::ParameterStore> store_;
   std::unique_ptr<model::Tgnn> model_;
@@ -146,18 +162,21 @@ class Trainer {
   graph::TemporalCsr train_csr_, full_csr_;
   std::unique_ptr<graph::NeighbourSampler> train_sampler_, eval_sampler_;
   std::unique_ptr<BatchPlanner> planner_;
+  std::unique_ptr<BatchStager> stager_;
   std::unique_ptr<graph::TrainNegativeSampler> train_negatives_;
   std::unique_ptr<graph::EvalNegativeSampler> eval_negatives_;
   OwnedTensor edge_feat_;  // [E, d_edge] in the model's dtype on the device
   OwnedTensor targets_;    // [2 * batch] ones then zeros
-  Arena arena_;
+  StepArena arena_;
+  Schedule schedule_;
+  StepData data_;
   std::vector<int32_t> negatives_;
   std::vector<float> scores_, neg_scores_;
   SplitMetrics metrics_;
+  double rr_sum_ = 0;
   std::vector<double> loss_trace_;
   StageTimes stages_;
   int64_t memory_rows_ = 0;
-  int64_t batch_index_ = 0;  // 1-based batch of the running epoch, for error messages
 };
 
 }  // namespace depbloom::train

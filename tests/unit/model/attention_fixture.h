@@ -41,9 +41,7 @@ class TaFixture {
   explicit TaFixture(const TaCase& c)
       : cfg_{c.d_in,  c.d_edge, c.d_time,  c.d_out, c.heads,
              c.scale, c.slope,  c.dropout, 1e-5,    c.style},
-        layer(cfg_),
-        params(layer.parameter_shapes()),
-        grads(layer.parameter_shapes()),
+        layer(params.store, "layer", cfg_),
         h_root(Shape(c.R, c.d_in)),
         h_nbr(Shape(c.R, c.K, c.d_in)),
         e(Shape(c.R, c.K, c.d_edge)),
@@ -51,9 +49,10 @@ class TaFixture {
         mask(Shape(c.R, c.K)),
         R(c.R),
         K(c.K) {
+    params.finalize();
     for (uint64_t seed = 1; seed < 200; ++seed) {
       Rand rng(seed * 7919 + static_cast<uint64_t>(c.R * 31 + c.K));
-      randomise(params, layer.parameter_shapes(), rng);
+      randomise(params, rng);
       h_root.set(rng.vec(h_root.numel()));
       h_nbr.set(rng.vec(h_nbr.numel()));
       e.set(rng.vec(e.numel()));
@@ -69,11 +68,13 @@ class TaFixture {
 
   depbloom::model::TemporalAttentionContext forward(Arena& arena, const Tensor& out) {
     depbloom::model::TemporalAttentionContext ctx;
-    layer.forward(ctx, out, arena, params.views, h_root, h_nbr, e, dt, mask, training(), key,
-                  first_row);
+    layer.forward(out, ctx, h_root, h_nbr, e, dt, mask, dropout(), arena);
     return ctx;
   }
   bool training() const { return cfg_.dropout > 0.0; }
+  depbloom::model::DropoutDraw dropout() const {
+    return {training(), key, depbloom::ops::DropoutRows(first_row)};
+  }
 
   // The layer's output for the current inputs, projected onto `proj`.
   double loss() {
@@ -87,7 +88,7 @@ class TaFixture {
   // none, or none applied.
   std::vector<double> reference(const uint8_t* keep, double* min_relu, double* min_score) {
     const auto& c = cfg_;
-    const TemporalAttentionWeights& w = params.views;
+    const TemporalAttentionWeights w = layer.weights();
     auto d = [](const Tensor& t) { return t.data<double>(); };
     std::vector<double> out;
     for (int64_t r = 0; r < R; ++r) {
@@ -136,8 +137,8 @@ class TaFixture {
   }
 
   TemporalAttentionConfig cfg_;
+  LayerParams params;  // declared before the layer, which declares into it
   TemporalAttentionLayer layer;
-  ParamSet<TemporalAttentionWeights> params, grads;
   Guarded<double> h_root, h_nbr, e, dt;
   Guarded<uint8_t> mask;
   std::vector<double> proj;

@@ -1,6 +1,6 @@
-// Helpers of the attention-layer tests (temporal attention, APAN updater): owned float64
-// parameter sets bound to a layer's weight struct, and the plain-loop building blocks of
-// the reference forwards (affine map, time encoding, one attention head, layer norm).
+// Helpers of the attention-layer tests (temporal attention, APAN updater): a layer's
+// parameters in a store of their own, and the plain-loop building blocks of the reference
+// forwards (affine map, time encoding, one attention head, layer norm).
 #pragma once
 
 #include <algorithm>
@@ -8,57 +8,59 @@
 #include <cstdint>
 #include <vector>
 
-#include "depbloom/core/memory.h"
-#include "depbloom/model/temporal_attention.h"
+#include <string>
+
+#include "depbloom/backend/ops.h"
+#include "depbloom/model/parameters.h"
 #include "unit/backend/op_test_util.h"
 
 namespace dbtest {
 
-// One OwnedTensor per parameter of a layer, in parameter_shapes() order, bound into the
-// layer's weight struct (W is TemporalAttentionWeights or ApanUpdaterWeights).
-template <class W>
-struct ParamSet {
-  std::vector<depbloom::OwnedTensor> owned;
-  W views;
+// One layer's parameters in a ParameterStore of their own, addressed by layout position
+// (sorted by name): the test declares the layer into `store`, then calls finalize().
+struct LayerParams {
+  explicit LayerParams(DType dtype = DType::f64) : store(dtype) {}
+  void finalize() { store.finalize(); }
 
-  explicit ParamSet(const std::vector<depbloom::model::AttentionParamShape>& shapes,
-                    DType dtype = DType::f64) {
-    for (size_t i = 0; i < shapes.size(); ++i) {
-      owned.emplace_back(dtype, shapes[i].shape);
-      *views.field(shapes[i].name) = owned.back().view();
+  size_t size() const { return store.entries().size(); }
+  const std::string& name(size_t i) const { return store.entries()[i].name; }
+  int64_t numel(size_t i) const { return store.entries()[i].shape.numel(); }
+  double* data(size_t i) { return store.values().data<double>() + store.entries()[i].offset; }
+  std::vector<double> values(size_t i) const { return read(store.values(), i); }
+  std::vector<double> grads(size_t i) const { return read(store.grads(), i); }
+  void fill_grads(double value) { depbloom::ops::fill(store.grads(), value); }
+  // The values of `from` (same layout), rounded to this store's dtype.
+  void copy_values(const LayerParams& from) {
+    const Tensor& src = from.store.values();
+    const Tensor& dst = store.values();
+    for (int64_t j = 0; j < dst.numel(); ++j) {
+      const double v = src.dtype() == DType::f64 ? src.data<double>()[j] : src.data<float>()[j];
+      if (dst.dtype() == DType::f64)
+        dst.data<double>()[j] = v;
+      else
+        dst.data<float>()[j] = static_cast<float>(v);
     }
   }
-  // The float32 rounding of a float64 set.
-  static ParamSet to_f32(const ParamSet& src,
-                         const std::vector<depbloom::model::AttentionParamShape>& shapes) {
-    ParamSet p(shapes, DType::f32);
-    for (size_t i = 0; i < shapes.size(); ++i)
-      for (int64_t j = 0; j < p.numel(i); ++j)
-        p.owned[i].template data<float>()[j] = static_cast<float>(src.values(i)[j]);
-    return p;
-  }
-  std::vector<double> values_f32(size_t i) const {
-    const float* p = owned[i].data<float>();
-    return std::vector<double>(p, p + owned[i].numel());
-  }
-  double* data(size_t i) { return owned[i].data<double>(); }
-  int64_t numel(size_t i) const { return owned[i].numel(); }
-  std::vector<double> values(size_t i) const {
-    const double* p = owned[i].data<double>();
-    return std::vector<double>(p, p + owned[i].numel());
-  }
-  void fill(double value) {
-    for (size_t i = 0; i < owned.size(); ++i)
-      for (int64_t j = 0; j < numel(i); ++j) data(i)[j] = value;
+
+  depbloom::model::ParameterStore store;
+
+ private:
+  std::vector<double> read(const Tensor& flat, size_t i) const {
+    const auto& e = store.entries()[i];
+    std::vector<double> out(static_cast<size_t>(e.shape.numel()));
+    for (size_t j = 0; j < out.size(); ++j) {
+      const int64_t at = e.offset + static_cast<int64_t>(j);
+      out[j] = flat.dtype() == DType::f64 ? flat.data<double>()[at] : flat.data<float>()[at];
+    }
+    return out;
   }
 };
 
 // Random weights; layer-norm gammas near 1 and time-encoding frequencies of mixed scale.
-template <class W>
-void randomise(ParamSet<W>& p, const std::vector<depbloom::model::AttentionParamShape>& shapes,
-               Rand& rng) {
-  for (size_t i = 0; i < shapes.size(); ++i) {
-    const bool gamma = shapes[i].name == "ln_gamma";
+inline void randomise(LayerParams& p, Rand& rng) {
+  for (size_t i = 0; i < p.size(); ++i) {
+    const std::string& n = p.name(i);
+    const bool gamma = n.size() >= 8 && n.compare(n.size() - 8, 8, "ln_gamma") == 0;
     for (int64_t j = 0; j < p.numel(i); ++j)
       p.data(i)[j] = gamma ? rng.uniform(0.5, 1.5) : rng.nonzero(-0.8, 0.8);
   }

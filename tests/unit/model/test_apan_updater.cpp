@@ -19,6 +19,7 @@ using depbloom::model::ApanMemoryUpdater;
 using depbloom::model::ApanUpdaterConfig;
 using depbloom::model::ApanUpdaterContext;
 using depbloom::model::ApanUpdaterWeights;
+using depbloom::model::DropoutDraw;
 
 struct ApanCase {
   const char* name;
@@ -37,9 +38,7 @@ class ApanFixture {
   static constexpr double kMargin = 1e-3;
   explicit ApanFixture(const ApanCase& c)
       : cfg{c.d_mem, c.d_mail, c.d_time, c.heads, 1.0, 0.2, c.dropout, 1e-5},
-        layer(cfg),
-        params(layer.parameter_shapes()),
-        grads(layer.parameter_shapes()),
+        layer(params.store, "memory_updater", cfg),
         memory(Shape(c.B, c.d_mem)),
         mail(Shape(c.B, c.S, c.d_mail)),
         mail_ts(Shape(c.B, c.S)),
@@ -47,9 +46,10 @@ class ApanFixture {
         mask(Shape(c.B, c.S)),
         B(c.B),
         S(c.S) {
+    params.finalize();
     for (uint64_t seed = 1; seed < 200; ++seed) {
       Rand rng(seed * 104729 + static_cast<uint64_t>(c.B * 17 + c.S));
-      randomise(params, layer.parameter_shapes(), rng);
+      randomise(params, rng);
       memory.set(rng.vec(memory.numel()));
       mail.set(rng.vec(mail.numel()));
       t.set(rng.vec(B, 10.0, 20.0));
@@ -65,10 +65,12 @@ class ApanFixture {
   }
 
   bool training() const { return cfg.dropout > 0.0; }
+  depbloom::model::DropoutDraw dropout() const {
+    return {training(), key, depbloom::ops::DropoutRows(first_row)};
+  }
   ApanUpdaterContext forward(Arena& arena, const Tensor& out) {
     ApanUpdaterContext ctx;
-    layer.forward(ctx, out, arena, params.views, memory, mail, mail_ts, t, mask, training(), key,
-                  first_row);
+    layer.forward(out, ctx, memory, mail, mail_ts, t, mask, dropout(), arena);
     return ctx;
   }
   double loss() {
@@ -81,7 +83,7 @@ class ApanFixture {
   // s' = relu(dropout(LayerNorm(attention + s) W_o^T + b_o)), in plain loops.
   std::vector<double> reference(const uint8_t* keep, double* min_relu, double* min_score) {
     const auto& c = cfg;
-    const ApanUpdaterWeights& w = params.views;
+    const ApanUpdaterWeights w = layer.weights();
     auto d = [](const Tensor& x) { return x.data<double>(); };
     std::vector<double> out;
     for (int64_t b = 0; b < B; ++b) {
@@ -112,8 +114,8 @@ class ApanFixture {
   }
 
   ApanUpdaterConfig cfg;
+  LayerParams params;  // declared before the layer, which declares into it
   ApanMemoryUpdater layer;
-  ParamSet<ApanUpdaterWeights> params, grads;
   Guarded<double> memory, mail, mail_ts, t;
   Guarded<uint8_t> mask;
   std::vector<double> proj;
@@ -147,22 +149,21 @@ TEST_P(ApanUpdaterTest, GradientsMatchFiniteDifferences) {
   ApanFixture f(GetParam());
   // Parameter gradients start at -0.5 (they must accumulate), input gradients as NaN
   // (they must be overwritten).
-  f.grads.fill(-0.5);
+  f.params.fill_grads(-0.5);
   Guarded<double> d_memory(f.memory.shape()), d_mail(f.mail.shape());
   d_memory.fill_nan();
   d_mail.fill_nan();
   Guarded<double> out(Shape(f.B, f.cfg.d_mem)), dout(Shape(f.B, f.cfg.d_mem), f.proj);
   Arena arena;
   auto ctx = f.forward(arena, out);
-  f.layer.backward(d_memory, d_mail, f.grads.views, dout, ctx, f.params.views, arena);
+  f.layer.backward(d_memory, d_mail, dout, ctx, arena);
 
   auto loss = [&] { return f.loss(); };
-  auto shapes = f.layer.parameter_shapes();
-  for (size_t i = 0; i < shapes.size(); ++i) {
-    std::vector<double> analytic = f.grads.values(i);
+  for (size_t i = 0; i < f.params.size(); ++i) {
+    std::vector<double> analytic = f.params.grads(i);
     for (double& g : analytic) g += 0.5;
     EXPECT_TRUE(layer_grad_close(analytic, numeric_grad(f.params.data(i), f.params.numel(i), loss)))
-        << shapes[i].name;
+        << f.params.name(i);
   }
   EXPECT_TRUE(
       layer_grad_close(d_memory.values(), numeric_grad(f.memory.data(), f.memory.numel(), loss)))
@@ -182,26 +183,26 @@ TEST_P(ApanUpdaterTest, OptionalMailGradient) {
   Guarded<double> full(f.memory.shape()), only(f.memory.shape()), d_mail(f.mail.shape());
   Arena arena;
   auto ctx = f.forward(arena, out);
-  f.grads.fill(0.0);
-  f.layer.backward(full, d_mail, f.grads.views, dout, ctx, f.params.views, arena);
+  f.params.fill_grads(0.0);
+  f.layer.backward(full, d_mail, dout, ctx, arena);
   std::vector<std::vector<double>> first;
-  for (size_t i = 0; i < f.grads.owned.size(); ++i) first.push_back(f.grads.values(i));
-  f.grads.fill(0.0);
-  f.layer.backward(only, Tensor(), f.grads.views, dout, ctx, f.params.views, arena);
+  for (size_t i = 0; i < f.params.size(); ++i) first.push_back(f.params.grads(i));
+  f.params.fill_grads(0.0);
+  f.layer.backward(only, Tensor(), dout, ctx, arena);
   EXPECT_TRUE(bitwise_equal(full.values(), only.values()));
-  for (size_t i = 0; i < f.grads.owned.size(); ++i)
-    EXPECT_TRUE(bitwise_equal(first[i], f.grads.values(i))) << i;
+  for (size_t i = 0; i < f.params.size(); ++i)
+    EXPECT_TRUE(bitwise_equal(first[i], f.params.grads(i))) << f.params.name(i);
 }
 
 // The float32 path (the one GPUs run) against float64 on the same inputs (f32_close) for the new
 // memory and for every gradient.
 TEST_P(ApanUpdaterTest, Float32MatchesFloat64) {
   ApanFixture f(GetParam());
-  const auto shapes = f.layer.parameter_shapes();
-  auto p32 = ParamSet<ApanUpdaterWeights>::to_f32(f.params, shapes);
-  ParamSet<ApanUpdaterWeights> g32(shapes, DType::f32);
-  for (auto& o : g32.owned) depbloom::ops::fill(o.view(), 0.0);
-  f.grads.fill(0.0);
+  LayerParams p32(DType::f32);
+  const ApanMemoryUpdater layer32(p32.store, "memory_updater", f.cfg);
+  p32.finalize();
+  p32.copy_values(f.params);
+  f.params.fill_grads(0.0);
   Guarded<float> memory(f.memory.shape(), f.memory.values()), mail(f.mail.shape(), f.mail.values());
   Guarded<float> mail_ts(f.mail_ts.shape(), f.mail_ts.values()), t(f.t.shape(), f.t.values());
   const Shape out_shape(f.B, f.cfg.d_mem);
@@ -211,16 +212,15 @@ TEST_P(ApanUpdaterTest, Float32MatchesFloat64) {
   Guarded<double> d_memory64(f.memory.shape()), d_mail64(f.mail.shape());
   Arena arena;
   ApanUpdaterContext ctx32;
-  f.layer.forward(ctx32, out32, arena, p32.views, memory, mail, mail_ts, t, f.mask, f.training(),
-                  f.key, f.first_row);
+  layer32.forward(out32, ctx32, memory, mail, mail_ts, t, f.mask, f.dropout(), arena);
   auto ctx64 = f.forward(arena, out64);
   EXPECT_TRUE(f32_close(out32.values(), out64.values())) << "new memory";
-  f.layer.backward(d_memory32, d_mail32, g32.views, dout32, ctx32, p32.views, arena);
-  f.layer.backward(d_memory64, d_mail64, f.grads.views, dout64, ctx64, f.params.views, arena);
+  layer32.backward(d_memory32, d_mail32, dout32, ctx32, arena);
+  f.layer.backward(d_memory64, d_mail64, dout64, ctx64, arena);
   EXPECT_TRUE(f32_close(d_memory32.values(), d_memory64.values())) << "d_memory";
   EXPECT_TRUE(f32_close(d_mail32.values(), d_mail64.values())) << "d_mail";
-  for (size_t i = 0; i < shapes.size(); ++i)
-    EXPECT_TRUE(f32_close(g32.values_f32(i), f.grads.values(i))) << shapes[i].name;
+  for (size_t i = 0; i < f.params.size(); ++i)
+    EXPECT_TRUE(f32_close(p32.grads(i), f.params.grads(i))) << f.params.name(i);
 }
 
 // Output widths stay >= 4: a layer norm over 2 features is degenerate (outputs +-1) and
@@ -238,12 +238,13 @@ TEST(ApanUpdaterErrors, WrongShapesThrow) {
   ApanUpdaterContext ctx;
   Guarded<double> out(Shape(3, 4)), bad_ts(Shape(3, 3));
   try {
-    f.layer.forward(ctx, out, arena, f.params.views, f.memory, f.mail, bad_ts, f.t, f.mask);
+    f.layer.forward(out, ctx, f.memory, f.mail, bad_ts, f.t, f.mask, {}, arena);
     FAIL() << "no error";
   } catch (const depbloom::Error& err) {
     EXPECT_NE(std::string(err.what()).find("mail_ts"), std::string::npos) << err.what();
   }
-  EXPECT_THROW(ApanMemoryUpdater(ApanUpdaterConfig{6, 3, 2, 4}), depbloom::Error);
+  depbloom::model::ParameterStore store;
+  EXPECT_THROW(ApanMemoryUpdater(store, "odd", ApanUpdaterConfig{6, 3, 2, 4}), depbloom::Error);
 }
 
 }  // namespace

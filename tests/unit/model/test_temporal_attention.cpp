@@ -38,7 +38,7 @@ TEST_P(TemporalAttentionTest, GradientsMatchFiniteDifferences) {
   const auto& c = f.cfg_;
   // Parameter gradients start at 0.25 to check that they accumulate; activation gradients
   // start as NaN to check that they are overwritten.
-  f.grads.fill(0.25);
+  f.params.fill_grads(0.25);
   Guarded<double> dh_root(f.h_root.shape()), dh_nbr(f.h_nbr.shape()), de(f.e.shape());
   dh_root.fill_nan();
   dh_nbr.fill_nan();
@@ -46,15 +46,14 @@ TEST_P(TemporalAttentionTest, GradientsMatchFiniteDifferences) {
   Guarded<double> out(Shape(f.R, c.d_out)), dout(Shape(f.R, c.d_out), f.proj);
   Arena arena;
   auto ctx = f.forward(arena, out);
-  f.layer.backward(dh_root, dh_nbr, de, f.grads.views, dout, ctx, f.params.views, arena);
+  f.layer.backward(dh_root, dh_nbr, de, dout, ctx, arena);
 
   auto loss = [&] { return f.loss(); };
-  auto shapes = f.layer.parameter_shapes();
-  for (size_t i = 0; i < shapes.size(); ++i) {
-    std::vector<double> analytic = f.grads.values(i);
+  for (size_t i = 0; i < f.params.size(); ++i) {
+    std::vector<double> analytic = f.params.grads(i);
     for (double& g : analytic) g -= 0.25;
     EXPECT_TRUE(layer_grad_close(analytic, numeric_grad(f.params.data(i), f.params.numel(i), loss)))
-        << shapes[i].name;
+        << f.params.name(i);
   }
   EXPECT_TRUE(
       layer_grad_close(dh_root.values(), numeric_grad(f.h_root.data(), f.h_root.numel(), loss)))
@@ -77,15 +76,15 @@ TEST_P(TemporalAttentionTest, OptionalInputGradients) {
   Guarded<double> dh_nbr(f.h_nbr.shape()), de(f.e.shape());
   Arena arena;
   auto ctx = f.forward(arena, out);
-  f.grads.fill(0.0);
-  f.layer.backward(full, dh_nbr, de, f.grads.views, dout, ctx, f.params.views, arena);
+  f.params.fill_grads(0.0);
+  f.layer.backward(full, dh_nbr, de, dout, ctx, arena);
   std::vector<std::vector<double>> first;
-  for (size_t i = 0; i < f.grads.owned.size(); ++i) first.push_back(f.grads.values(i));
-  f.grads.fill(0.0);
-  f.layer.backward(only, Tensor(), Tensor(), f.grads.views, dout, ctx, f.params.views, arena);
+  for (size_t i = 0; i < f.params.size(); ++i) first.push_back(f.params.grads(i));
+  f.params.fill_grads(0.0);
+  f.layer.backward(only, Tensor(), Tensor(), dout, ctx, arena);
   EXPECT_TRUE(bitwise_equal(full.values(), only.values()));
-  for (size_t i = 0; i < f.grads.owned.size(); ++i)
-    EXPECT_TRUE(bitwise_equal(first[i], f.grads.values(i))) << i;
+  for (size_t i = 0; i < f.params.size(); ++i)
+    EXPECT_TRUE(bitwise_equal(first[i], f.params.grads(i))) << f.params.name(i);
 }
 
 // The float32 path (the one GPUs run) against float64 on the same inputs (f32_close) for the output
@@ -93,11 +92,11 @@ TEST_P(TemporalAttentionTest, OptionalInputGradients) {
 TEST_P(TemporalAttentionTest, Float32MatchesFloat64) {
   TaFixture f(GetParam());
   const auto& c = f.cfg_;
-  const auto shapes = f.layer.parameter_shapes();
-  auto p32 = ParamSet<TemporalAttentionWeights>::to_f32(f.params, shapes);
-  ParamSet<TemporalAttentionWeights> g32(shapes, DType::f32);
-  for (auto& o : g32.owned) depbloom::ops::fill(o.view(), 0.0);
-  f.grads.fill(0.0);
+  LayerParams p32(DType::f32);
+  const TemporalAttentionLayer layer32(p32.store, "layer", f.cfg_);
+  p32.finalize();
+  p32.copy_values(f.params);
+  f.params.fill_grads(0.0);
   Guarded<float> h_root(f.h_root.shape(), f.h_root.values()),
       h_nbr(f.h_nbr.shape(), f.h_nbr.values());
   Guarded<float> e(f.e.shape(), f.e.values()), dt(f.dt.shape(), f.dt.values());
@@ -108,17 +107,16 @@ TEST_P(TemporalAttentionTest, Float32MatchesFloat64) {
   Guarded<double> dh_root64(f.h_root.shape()), dh_nbr64(f.h_nbr.shape()), de64(f.e.shape());
   Arena arena;
   depbloom::model::TemporalAttentionContext ctx32;
-  f.layer.forward(ctx32, out32, arena, p32.views, h_root, h_nbr, e, dt, f.mask, f.training(), f.key,
-                  f.first_row);
+  layer32.forward(out32, ctx32, h_root, h_nbr, e, dt, f.mask, f.dropout(), arena);
   auto ctx64 = f.forward(arena, out64);
   EXPECT_TRUE(f32_close(out32.values(), out64.values())) << "out";
-  f.layer.backward(dh_root32, dh_nbr32, de32, g32.views, dout32, ctx32, p32.views, arena);
-  f.layer.backward(dh_root64, dh_nbr64, de64, f.grads.views, dout64, ctx64, f.params.views, arena);
+  layer32.backward(dh_root32, dh_nbr32, de32, dout32, ctx32, arena);
+  f.layer.backward(dh_root64, dh_nbr64, de64, dout64, ctx64, arena);
   EXPECT_TRUE(f32_close(dh_root32.values(), dh_root64.values())) << "dh_root";
   EXPECT_TRUE(f32_close(dh_nbr32.values(), dh_nbr64.values())) << "dh_nbr";
   EXPECT_TRUE(f32_close(de32.values(), de64.values())) << "de";
-  for (size_t i = 0; i < shapes.size(); ++i)
-    EXPECT_TRUE(f32_close(g32.values_f32(i), f.grads.values(i))) << shapes[i].name;
+  for (size_t i = 0; i < f.params.size(); ++i)
+    EXPECT_TRUE(f32_close(p32.grads(i), f.params.grads(i))) << f.params.name(i);
 }
 
 // Without edge features, Tensor{} for e (and de) gives the result of an [R, k, 0] tensor.
@@ -128,11 +126,11 @@ TEST(TemporalAttentionNoEdges, EmptyEdgeTensorMatchesZeroWidth) {
   Guarded<double> zero_width(Shape(4, 6)), none(Shape(4, 6));
   auto ctx = f.forward(arena, zero_width);
   depbloom::model::TemporalAttentionContext ctx2;
-  f.layer.forward(ctx2, none, arena, f.params.views, f.h_root, f.h_nbr, Tensor(), f.dt, f.mask);
+  f.layer.forward(none, ctx2, f.h_root, f.h_nbr, Tensor(), f.dt, f.mask, {}, arena);
   EXPECT_TRUE(bitwise_equal(zero_width.values(), none.values()));
   Guarded<double> dout(Shape(4, 6), f.proj), d1(f.h_root.shape()), d2(f.h_root.shape());
-  f.layer.backward(d1, Tensor(), Tensor(), f.grads.views, dout, ctx, f.params.views, arena);
-  f.layer.backward(d2, Tensor(), Tensor(), f.grads.views, dout, ctx2, f.params.views, arena);
+  f.layer.backward(d1, Tensor(), Tensor(), dout, ctx, arena);
+  f.layer.backward(d2, Tensor(), Tensor(), dout, ctx2, arena);
   EXPECT_TRUE(bitwise_equal(d1.values(), d2.values()));
 }
 
@@ -165,7 +163,8 @@ TEST(TemporalAttentionWidths, TgnStyleAttendsOverTheQueryWidthRoundedToHeads) {
   EXPECT_EQ(c.d_att(), 6);  // d_in + d_time = 5, rounded up for 2 heads
   c.heads = 5;
   EXPECT_EQ(c.d_att(), 5);
-  const TemporalAttentionLayer layer(c);
+  depbloom::model::ParameterStore store;
+  const TemporalAttentionLayer layer(store, "layer", c);
   EXPECT_DOUBLE_EQ(layer.config().scale, 1.0);  // 1 / sqrt(5 / 5)
   EXPECT_DOUBLE_EQ(layer.config().slope, 1.0);
 }
@@ -176,16 +175,14 @@ TEST(TemporalAttentionErrors, WrongShapesThrowNamingTheArgument) {
   Guarded<double> out(Shape(3, 4)), bad_e(Shape(3, 2, 3));
   depbloom::model::TemporalAttentionContext ctx;
   try {
-    f.layer.forward(ctx, out, arena, f.params.views, f.h_root, f.h_nbr, bad_e, f.dt, f.mask);
+    f.layer.forward(out, ctx, f.h_root, f.h_nbr, bad_e, f.dt, f.mask, {}, arena);
     FAIL() << "no error";
   } catch (const depbloom::Error& err) {
     EXPECT_NE(std::string(err.what()).find("e is"), std::string::npos) << err.what();
   }
-  auto w = f.params.views;
-  w.w_k = w.w_q;  // [4, 5] where [4, 7] is expected
-  EXPECT_THROW(f.layer.forward(ctx, out, arena, w, f.h_root, f.h_nbr, f.e, f.dt, f.mask),
+  depbloom::model::ParameterStore store;
+  EXPECT_THROW(TemporalAttentionLayer(store, "odd", TemporalAttentionConfig{3, 0, 2, 5, 2}),
                depbloom::Error);
-  EXPECT_THROW(TemporalAttentionLayer(TemporalAttentionConfig{3, 0, 2, 5, 2}), depbloom::Error);
 }
 
 }  // namespace

@@ -38,8 +38,8 @@ struct TableFixture {
 
   TemporalAttentionContext forward_table(Arena& arena, const Tensor& out) {
     TemporalAttentionContext ctx;
-    f.layer.forward(ctx, out, arena, f.params.views, f.h_root, NeighbourRows{table, rows}, f.e,
-                    f.dt, f.mask, f.training(), f.key, f.first_row);
+    f.layer.forward(out, ctx, f.h_root, NeighbourRows{table, rows}, f.e, f.dt, f.mask, f.dropout(),
+                    arena);
     return ctx;
   }
   double loss_table() {
@@ -69,25 +69,23 @@ TEST_P(TemporalAttentionTableTest, MatchesSlotModeAndSumsTheTableGradient) {
   EXPECT_TRUE(all_close(out_table.values(), out_slot.values(), Tol{1e-13, 1e-12})) << "out";
 
   Guarded<double> dh_root_slot(f.h_root.shape()), dh_nbr(f.h_nbr.shape()), de_slot(f.e.shape());
-  f.grads.fill(0.0);
-  f.layer.backward(dh_root_slot, dh_nbr, de_slot, f.grads.views, dout, ctx_slot, f.params.views,
-                   arena);
+  f.params.fill_grads(0.0);
+  f.layer.backward(dh_root_slot, dh_nbr, de_slot, dout, ctx_slot, arena);
   std::vector<std::vector<double>> slot_grads;
-  for (size_t i = 0; i < f.grads.owned.size(); ++i) slot_grads.push_back(f.grads.values(i));
+  for (size_t i = 0; i < f.params.size(); ++i) slot_grads.push_back(f.params.grads(i));
 
   // The table gradient accumulates: it starts at 0.5.
   Guarded<double> dh_root(f.h_root.shape()), d_table(t.table.shape()), de(f.e.shape());
   dh_root.fill_nan();
   de.fill_nan();
   d_table.fill(0.5);
-  f.grads.fill(0.0);
-  f.layer.backward(dh_root, d_table, de, f.grads.views, dout, ctx_table, f.params.views, arena);
+  f.params.fill_grads(0.0);
+  f.layer.backward(dh_root, d_table, de, dout, ctx_table, arena);
   const Tol tol{1e-12, 1e-10};
   EXPECT_TRUE(all_close(dh_root.values(), dh_root_slot.values(), tol)) << "dh_root";
   EXPECT_TRUE(all_close(de.values(), de_slot.values(), tol)) << "de";
-  const auto shapes = f.layer.parameter_shapes();
-  for (size_t i = 0; i < shapes.size(); ++i)
-    EXPECT_TRUE(all_close(f.grads.values(i), slot_grads[i], tol)) << shapes[i].name;
+  for (size_t i = 0; i < f.params.size(); ++i)
+    EXPECT_TRUE(all_close(f.params.grads(i), slot_grads[i], tol)) << f.params.name(i);
   // d_table = 0.5 + the slots' gradients summed per row, by plain loops.
   std::vector<double> want(static_cast<size_t>(t.table.numel()), 0.5);
   for (int64_t s = 0; s < t.rows.numel(); ++s)
@@ -107,7 +105,7 @@ TEST_P(TemporalAttentionTableTest, TableGradientMatchesFiniteDifferences) {
   d_table.fill(0.0);
   Arena arena;
   auto ctx = t.forward_table(arena, out);
-  f.layer.backward(dh_root, d_table, Tensor(), f.grads.views, dout, ctx, f.params.views, arena);
+  f.layer.backward(dh_root, d_table, Tensor(), dout, ctx, arena);
   auto loss = [&] { return t.loss_table(); };
   EXPECT_TRUE(
       layer_grad_close(d_table.values(), numeric_grad(t.table.data(), t.table.numel(), loss)))

@@ -8,9 +8,8 @@
 
 #include "depbloom/core/arena.h"
 #include "depbloom/core/memory.h"
-#include "depbloom/model/context.h"
-#include "depbloom/model/dropout.h"
 #include "depbloom/model/link_predictor.h"
+#include "depbloom/model/loss.h"
 #include "depbloom/model/memory_updater.h"
 #include "depbloom/model/parameters.h"
 
@@ -34,7 +33,8 @@ std::vector<float> train_loss_trace(uint64_t seed, int steps) {
   const int64_t batch = 8, memory_dim = 6, mail_dim = 5, time_dim = 4;
   const int64_t nodes = 3 * batch;  // src, dst, one negative destination each
   ParameterStore store(DType::f32);
-  GruMemoryUpdater updater(store, "memory_updater", mail_dim, time_dim, memory_dim);
+  RecurrentMemoryUpdater updater(store, "memory_updater", RecurrentCell::gru, mail_dim, time_dim,
+                                 memory_dim);
   LinkPredictor predictor(store, "edge_predictor", memory_dim);
   store.finalize();
   store.initialize(seed);
@@ -57,18 +57,18 @@ std::vector<float> train_loss_trace(uint64_t seed, int steps) {
     arena.reset();
     if (step == 2) allocations_after_warmup = memory_counters().host_allocations.load();
     store.zero_grad();
-    auto& up = new_context<MemoryUpdaterContext>(arena);
-    auto& pred = new_context<LinkPredictorContext>(arena);
-    updater.forward(arena, up, h, mail, dt, memory);
-    predictor.forward(arena, pred, logits, h.view().rows(0, batch), h.view().rows(batch, nodes));
+    MemoryUpdaterContext up;
+    LinkPredictorContext pred;
+    updater.forward(h, up, mail, dt, memory, arena);
+    predictor.forward(logits, pred, h.view().rows(0, batch), h.view().rows(batch, nodes), arena);
     bce_loss_forward(loss, logits, targets);
     trace.push_back(loss.data<float>()[0]);
 
     bce_loss_backward(d_logits, logits, targets);
-    predictor.backward(arena, d_h.view().rows(0, batch), d_h.view().rows(batch, nodes), d_logits,
-                       pred);
+    predictor.backward(d_h.view().rows(0, batch), d_h.view().rows(batch, nodes), d_logits, pred,
+                       arena);
     // The mails and the previous memories are data here (as in TGL): no gradient wanted.
-    updater.backward(arena, Tensor{}, Tensor{}, d_h, up);
+    updater.backward(Tensor{}, Tensor{}, d_h, up, arena);
     store.adam_step(adam);
   }
   g_warm_allocations = memory_counters().host_allocations.load() - allocations_after_warmup;

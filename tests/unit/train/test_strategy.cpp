@@ -1,9 +1,9 @@
-// The Strategy seam: strict's contiguous slices of a global batch for 1 to 4 ranks (even and
-// uneven sizes, slices left empty) cover the batch in event order with the right dropout rows
-// and loss shares; with one rank (no communicator or a local one) every strategy is the
-// single-device step, bit for bit, and makes no collective; an unknown strategy name is a
-// config error naming strategy.name, from the factory and from the Trainer. (Several ranks
-// under mpirun: tests/mpi/test_strict_training.cpp.)
+// The Strategy seam: strict's contiguous parts of a global step for 1 to 4 ranks (even and
+// uneven sizes, parts left empty) cover the step in event order with the right loss shares;
+// with one rank (no communicator or a local one) every strategy is the single-device
+// schedule and step, bit for bit, and makes no collective; the strategy table serves the
+// names; an unknown strategy name is a config error naming strategy.name, from the factory
+// and from the Trainer. (Several ranks under mpirun: tests/mpi/test_strict_training.cpp.)
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -20,7 +20,7 @@
 namespace depbloom::train {
 namespace {
 
-TEST(Strategy, ContiguousSlicesCoverTheBatchInEventOrder) {
+TEST(Strategy, ContiguousPartsCoverTheStepInEventOrder) {
   std::vector<int64_t> batch(203);
   for (size_t i = 0; i < batch.size(); ++i) batch[i] = 1000 + 2 * static_cast<int64_t>(i);
   for (int64_t count : {1, 2, 3, 7, 200, 203}) {
@@ -29,10 +29,12 @@ TEST(Strategy, ContiguousSlicesCoverTheBatchInEventOrder) {
       int64_t next = 0, smallest = count, largest = 0;
       double shares = 0;
       for (int r = 0; r < ranks; ++r) {
-        const Slice s = contiguous_slice(batch.data(), count, r, ranks);
-        // Rank order is event order: each slice starts where the previous one ended.
+        const ScheduledStep s = contiguous_part(batch.data(), count, r, ranks);
+        // Rank order is event order: each part starts where the previous one ended.
         EXPECT_EQ(s.events, batch.data() + next);
         EXPECT_GE(s.count, 0);
+        EXPECT_EQ(s.global_count, count);
+        EXPECT_EQ(s.first_event, batch[0]);
         EXPECT_DOUBLE_EQ(s.loss_share, static_cast<double>(s.count) / static_cast<double>(count));
         next += s.count;
         shares += s.loss_share;
@@ -46,13 +48,13 @@ TEST(Strategy, ContiguousSlicesCoverTheBatchInEventOrder) {
   }
   // The documented splits: 203 events as 101/102 on 2 ranks, 50/51/51/51 on 4; 3 events on 4
   // ranks leave rank 0 empty.
-  EXPECT_EQ(contiguous_slice(batch.data(), 203, 0, 2).count, 101);
-  EXPECT_EQ(contiguous_slice(batch.data(), 203, 1, 2).count, 102);
-  EXPECT_EQ(contiguous_slice(batch.data(), 203, 0, 4).count, 50);
-  EXPECT_EQ(contiguous_slice(batch.data(), 203, 3, 4).count, 51);
-  EXPECT_EQ(contiguous_slice(batch.data(), 3, 0, 4).count, 0);
+  EXPECT_EQ(contiguous_part(batch.data(), 203, 0, 2).count, 101);
+  EXPECT_EQ(contiguous_part(batch.data(), 203, 1, 2).count, 102);
+  EXPECT_EQ(contiguous_part(batch.data(), 203, 0, 4).count, 50);
+  EXPECT_EQ(contiguous_part(batch.data(), 203, 3, 4).count, 51);
+  EXPECT_EQ(contiguous_part(batch.data(), 3, 0, 4).count, 0);
   // One rank: the whole batch with a share of exactly 1 (the loss gradient stays TGL's).
-  const Slice whole = contiguous_slice(batch.data(), 203, 0, 1);
+  const ScheduledStep whole = contiguous_part(batch.data(), 203, 0, 1);
   EXPECT_EQ(whole.count, 203);
   EXPECT_EQ(whole.loss_share, 1.0);
 }
@@ -63,11 +65,34 @@ TEST(Strategy, OneRankIsSingleDevice) {
     std::unique_ptr<Strategy> s = make_strategy("strict", comm);
     EXPECT_STREQ(s->name(), "single-device");
     EXPECT_EQ(s->ranks(), 1);
-    const int64_t batch[3] = {4, 5, 9};
-    const Slice slice = s->slice(batch, 3);
-    EXPECT_EQ(slice.events, batch);
-    EXPECT_EQ(slice.count, 3);
-    EXPECT_EQ(slice.loss_share, 1.0);
+    // Steps of 2 events over 5 (the last one short), cut after 2 steps by max_steps.
+    const std::vector<int64_t> train = {4, 5, 9, 12, 13};
+    Schedule schedule;
+    s->schedule(schedule, train, 2, 0);
+    ASSERT_EQ(schedule.size(), 3);
+    for (int64_t i = 0; i < 3; ++i) {
+      const ScheduledStep& step = schedule.step(i);
+      EXPECT_EQ(step.index, i);
+      EXPECT_EQ(step.events, train.data() + 2 * i);
+      EXPECT_EQ(step.count, i < 2 ? 2 : 1);
+      EXPECT_EQ(step.global_count, step.count);
+      EXPECT_EQ(step.loss_share, 1.0);
+      EXPECT_EQ(step.sync, SyncPoint::none);
+    }
+    const Schedule::Range ahead = schedule.lookahead(0, 5);
+    EXPECT_EQ(ahead.end - ahead.begin, 2);
+    EXPECT_EQ(ahead.begin->index, 1);
+    EXPECT_EQ(schedule.lookahead(2, 2).begin, schedule.lookahead(2, 2).end);
+    s->schedule(schedule, train, 2, 2);
+    EXPECT_EQ(schedule.size(), 2);
+  }
+}
+
+TEST(Strategy, TheTableServesNamesAndSummaries) {
+  EXPECT_EQ(strategy_names(), std::vector<std::string>{"strict"});
+  for (const StrategyEntry& e : strategy_table()) {
+    EXPECT_EQ(&strategy_entry(e.name), &e);
+    EXPECT_GT(std::string(e.summary).size(), 20u) << e.name;
   }
 }
 

@@ -100,8 +100,8 @@ TEST_P(TrainerGradTest, WholeStepMatchesCentralDifferences) {
   const int64_t* train = split.train.data();
 
   // Two steps so the memory, the last-update times and the mail rings are non-zero.
-  trainer.train_step(train, b, 1);
-  trainer.train_step(train + b, b, 1);
+  trainer.train_step(depbloom::train::contiguous_part(train, b, 0, 1), 1);
+  trainer.train_step(depbloom::train::contiguous_part(train + b, b, 0, 1), 1);
   {
     const auto& mem = trainer.state().memory();
     const double* m = mem.data<double>();

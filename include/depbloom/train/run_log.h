@@ -1,0 +1,20 @@
+// The JSON lines a run writes (metrics.jsonl, steps.jsonl): one object per epoch with its
+// loss, speed, stage times, validation metrics and collectives, one per test.
+#pragma once
+
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "depbloom/train/trainer.h"
+
+namespace depbloom::train {
+
+nlohmann::json eval_json(const EvalResult& r);  // null when the split had no events
+// The epoch's collectives: sync points (blocking calls, on the critical path) and, per kind,
+// calls and bytes.
+nlohmann::json comm_json(const EpochResult& r);
+nlohmann::json epoch_json(const EpochResult& r);
+// Appends one line to `file`; a runtime error naming the file when it cannot.
+void append_json_line(const std::string& file, const nlohmann::json& line);
+
+}  // namespace depbloom::train

@@ -1,0 +1,79 @@
+// The two ends of a step around the model: stage() turns a BatchPlan and the node state into
+// the model's device inputs (ordering the memory rows with mail first, the mailbox masks,
+// times in the state's dtype), and collect() turns the model's outputs into the WriteSet
+// the plan announced (model::NodeState::apply is the one path that writes it). StepArena is
+// the memory a step allocates from: the device arena and, on a GPU, the host arena where
+// staged arrays are built; both are reset together.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "depbloom/core/arena.h"
+#include "depbloom/model/node_state.h"
+#include "depbloom/model/tgnn.h"
+#include "depbloom/train/batch_plan.h"
+
+namespace depbloom::train {
+
+class StepArena {
+ public:
+  explicit StepArena(Device device) : device_(device), host_(Device::cpu()) {}
+  Arena& device() { return device_; }
+  const Arena& device() const { return device_; }
+  // Host memory for staged arrays (the device arena itself on a CPU run).
+  Arena& host() { return device_.device().is_cpu() ? device_ : host_; }
+  void reset() {
+    device_.reset();
+    host_.reset();
+  }
+
+ private:
+  Arena device_, host_;
+};
+
+// What stage() made of a plan: the model's inputs, and where each of the plan's memory rows
+// landed among them.
+struct StagedBatch {
+  model::TgnnInputs in;
+  const int32_t* row_of = nullptr;  // [U] plan row -> input row; null: the same row
+
+  int32_t input_row(int32_t plan_row) const {
+    return row_of == nullptr || plan_row < 0 ? plan_row : row_of[plan_row];
+  }
+};
+
+class BatchStager {
+ public:
+  BatchStager(const PlanConfig& cfg, DType dtype) : cfg_(cfg), dtype_(dtype) {}
+
+  // The plan's inputs for the model, from `arena` (on a CPU run, views of the plan's and
+  // this stager's arrays where they need no conversion). `state` supplies the rings' fill (mail
+  // order and masks). seed and epoch are left to the caller. Valid until the arena's reset and
+  // while the plan and this stager are unchanged.
+  StagedBatch stage(const BatchPlan& plan, const model::NodeState& state, StepArena& arena);
+
+ private:
+  void order_rows_by_mail(const BatchPlan& plan, const model::NodeState& state);
+  Tensor stage_rows(const std::vector<int32_t>& rows, StepArena& arena) const;
+
+  PlanConfig cfg_;
+  DType dtype_;
+  std::vector<int32_t> row_of_;  // plan row -> input row (mail-holding rows first)
+  std::vector<int32_t> order_;   // input row -> plan row
+  int64_t with_mail_ = -1;
+  // The memory rows' arrays in input order.
+  std::vector<int32_t> mem_node_;
+  std::vector<double> mem_time_, inv_time_;
+  std::vector<int64_t> mem_id_;
+};
+
+// The memory rows and mails `plan` writes, from the model's outputs of the staged batch:
+// updated [U, d_mem] (input rows), last_update [U] the rows' last-update times before the
+// step (read with mail_dt_at_event; Tensor{} otherwise), edge_feat [E, d_edge] or Tensor{}.
+// Rows and times come from `arena`; node ids point into the plan.
+model::WriteSet collect(const BatchPlan& plan, const StagedBatch& staged, const PlanConfig& cfg,
+                        const Tensor& updated, const Tensor& last_update, const Tensor& edge_feat,
+                        StepArena& arena);
+
+}  // namespace depbloom::train

@@ -1,0 +1,19 @@
+// The task loss over ops::bce_with_logits_*.
+#include "depbloom/model/loss.h"
+
+#include "depbloom/backend/ops.h"
+
+namespace depbloom::model {
+
+void bce_loss_forward(const Tensor& loss, const Tensor& logits, const Tensor& targets) {
+  ops::bce_with_logits_forward(loss, logits, targets);
+}
+
+void bce_loss_backward(const Tensor& d_logits, const Tensor& logits, const Tensor& targets,
+                       double dloss) {
+  DB_ASSERT(logits.numel() > 0, "bce loss over no logits");
+  ops::bce_with_logits_backward(d_logits, logits, targets,
+                                dloss / static_cast<double>(logits.numel()));
+}
+
+}  // namespace depbloom::model

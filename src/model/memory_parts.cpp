@@ -1,0 +1,136 @@
+// The memory parts of a Tgnn: no memory (one zero column per row), TGN's GRU / JODIE's RNN
+// updater over one mail, and APAN's attention over the mailbox. Rows whose node holds no
+// mail (the trainer stages them last) keep their memory.
+#include <memory>
+
+#include "depbloom/backend/ops.h"
+#include "depbloom/model/apan_updater.h"
+#include "depbloom/model/memory_updater.h"
+#include "model/tgnn_parts.h"
+
+namespace depbloom::model {
+namespace {
+
+// Rows [0, n) of a batch run through the updater; the rest copy their gathered memory.
+int64_t pass_through_rest(const Tensor& updated, const TgnnInputs& in, const MemoryRows& rows) {
+  const int64_t u = updated.dim(0);
+  const int64_t n = in.mem_with_mail < 0 ? u : in.mem_with_mail;
+  if (n < u) ops::copy(updated.rows(n, u), rows.memory.rows(n, u));
+  return n;
+}
+
+class NoMemory final : public MemoryPart {
+ public:
+  bool reads_state() const override { return false; }
+  void forward(const Tensor& updated, const TgnnInputs&, const MemoryRows&, bool, Arena&) override {
+    ops::fill(updated, 0.0);
+  }
+  void backward(const Tensor&, Arena&) override {}
+};
+
+class RecurrentMemory final : public MemoryPart {
+ public:
+  RecurrentMemory(ParameterStore& store, const TgnnConfig& cfg)
+      : cfg_(cfg),
+        updater_(store, "memory_updater",
+                 cfg.memory == MemoryKind::gru ? RecurrentCell::gru : RecurrentCell::rnn,
+                 cfg.d_mail(), cfg.d_mem_time, cfg.d_mem) {}
+
+  void forward(const Tensor& updated, const TgnnInputs& in, const MemoryRows& rows, bool,
+               Arena& arena) override {
+    n_ = pass_through_rest(updated, in, rows);
+    if (n_ == 0) return;
+    // TGL's GRU/RNN updaters encode the time since the memory's last update.
+    Tensor mail_dt = arena.alloc(updated.dtype(), Shape(n_));
+    if (cfg_.mail_dt_at_event) {  // the write-back stored the delta as the mail's time
+      ops::copy(mail_dt, rows.mail_ts.rows(0, n_).reshape(Shape(n_)));
+    } else {
+      ops::copy(mail_dt, in.mem_time.rows(0, n_));
+      ops::axpy(mail_dt, -1.0, rows.last_update.rows(0, n_));
+    }
+    updater_.forward(updated.rows(0, n_), ctx_,
+                     rows.mail.rows(0, n_).reshape(Shape(n_, cfg_.d_mail())), mail_dt,
+                     rows.memory.rows(0, n_), arena);
+  }
+
+  void backward(const Tensor& d_updated, Arena& arena) override {
+    if (n_ == 0 || !d_updated.defined()) return;
+    updater_.backward(Tensor{}, Tensor{}, d_updated.rows(0, n_), ctx_, arena);
+  }
+
+ private:
+  TgnnConfig cfg_;
+  RecurrentMemoryUpdater updater_;
+  MemoryUpdaterContext ctx_;
+  int64_t n_ = 0;
+};
+
+ApanUpdaterConfig apan_config(const TgnnConfig& cfg) {
+  ApanUpdaterConfig a;
+  a.d_mem = cfg.d_mem;
+  a.d_mail = cfg.d_mail();
+  a.d_time = cfg.d_mem_time;
+  a.heads = cfg.memory_heads;
+  a.dropout = cfg.dropout;
+  return a;
+}
+
+class AttentionMemory final : public MemoryPart {
+ public:
+  AttentionMemory(ParameterStore& store, const TgnnConfig& cfg)
+      : cfg_(cfg), updater_(store, "memory_updater", apan_config(cfg)) {}
+
+  void forward(const Tensor& updated, const TgnnInputs& in, const MemoryRows& rows, bool training,
+               Arena& arena) override {
+    n_ = pass_through_rest(updated, in, rows);
+    if (n_ == 0) return;
+    const DropoutDraw drop = dropout_draw(in, 1, in.mem_id, 0, n_, training, cfg_.dropout);
+    updater_.forward(updated.rows(0, n_), ctx_, rows.memory.rows(0, n_), rows.mail.rows(0, n_),
+                     rows.mail_ts.rows(0, n_), in.mem_time.rows(0, n_), in.mem_mask.rows(0, n_),
+                     drop, arena);
+  }
+
+  void backward(const Tensor& d_updated, Arena& arena) override {
+    if (n_ == 0 || !d_updated.defined()) return;
+    // The stored memory is detached state: its gradient is scratch.
+    Tensor d_memory = arena.alloc(d_updated.dtype(), Shape(n_, cfg_.d_mem));
+    updater_.backward(d_memory, Tensor{}, d_updated.rows(0, n_), ctx_, arena);
+  }
+
+ private:
+  TgnnConfig cfg_;
+  ApanMemoryUpdater updater_;
+  ApanUpdaterContext ctx_;
+  int64_t n_ = 0;
+};
+
+}  // namespace
+
+std::unique_ptr<MemoryPart> make_memory_part(ParameterStore& store, const TgnnConfig& cfg) {
+  switch (cfg.memory) {
+    case MemoryKind::none:
+      return std::make_unique<NoMemory>();
+    case MemoryKind::gru:
+    case MemoryKind::rnn:
+      return std::make_unique<RecurrentMemory>(store, cfg);
+    case MemoryKind::transformer:
+      return std::make_unique<AttentionMemory>(store, cfg);
+  }
+  DB_THROW(runtime, "unknown memory kind {}", static_cast<int>(cfg.memory));
+}
+
+DropoutDraw dropout_draw(const TgnnInputs& in, uint32_t stream, const Tensor& ids, int64_t begin,
+                         int64_t end, bool training, double p) {
+  DropoutDraw d;
+  d.training = training;
+  d.key = RngKey{in.seed, static_cast<uint32_t>(RngPurpose::dropout) + (stream << 8), in.epoch};
+  if (!training || p == 0.0) return d;  // no mask is drawn
+  DB_ASSERT(ids.defined() && ids.numel() >= end,
+            "tgnn: dropout needs an id per row (TgnnInputs root_id / mem_id), got {} for rows "
+            "[{}, {})",
+            ids.str(), begin, end);
+  d.rows = ops::DropoutRows(ids.rows(begin, end));
+  return d;
+}
+
+}  // namespace depbloom::model

@@ -1,0 +1,49 @@
+// The typed parts a Tgnn is composed of (private to the model): how memory rows are updated
+// from their mailboxes (none, GRU/RNN, APAN's attention) and how roots are embedded from the
+// updated rows (identity, JODIE's projection, temporal attention). Each part keeps the
+// context of its last forward for its backward; parameter gradients accumulate.
+#pragma once
+
+#include <memory>
+
+#include "depbloom/core/arena.h"
+#include "depbloom/core/philox.h"
+#include "depbloom/model/dropout.h"
+#include "depbloom/model/parameters.h"
+#include "depbloom/model/tgnn.h"
+
+namespace depbloom::model {
+
+class MemoryPart {
+ public:
+  virtual ~MemoryPart() = default;
+  // Whether the gather stage reads node state for this part.
+  virtual bool reads_state() const { return true; }
+  // updated [U, d_input] from the gathered rows: rows [0, n) run through the updater
+  // (n = in.mem_with_mail, or U), the rest keep their memory.
+  virtual void forward(const Tensor& updated, const TgnnInputs& in, const MemoryRows& rows,
+                       bool training, Arena& arena) = 0;
+  // d_updated [U, d_input], or Tensor{} when the embedding sent no gradient.
+  virtual void backward(const Tensor& d_updated, Arena& arena) = 0;
+};
+
+class EmbeddingPart {
+ public:
+  virtual ~EmbeddingPart() = default;
+  // emb [(2+K)B, d_out] of every root.
+  virtual void forward(const Tensor& emb, const TgnnInputs& in, const Tensor& updated,
+                       const MemoryRows& rows, const Tensor& edge_feat, bool training,
+                       Arena& arena) = 0;
+  // d_updated [U, d_input] ACCUMULATES (Tensor{}: not wanted); d_emb [(2+K)B, d_out].
+  virtual void backward(const Tensor& d_updated, const Tensor& d_emb, Arena& arena) = 0;
+};
+
+std::unique_ptr<MemoryPart> make_memory_part(ParameterStore& store, const TgnnConfig& cfg);
+std::unique_ptr<EmbeddingPart> make_embedding_part(ParameterStore& store, const TgnnConfig& cfg);
+
+// The dropout draws of one layer (stream separates the layers) over rows [begin, end) of
+// the counters `ids`; nothing is drawn outside training or with p = 0.
+DropoutDraw dropout_draw(const TgnnInputs& in, uint32_t stream, const Tensor& ids, int64_t begin,
+                         int64_t end, bool training, double p);
+
+}  // namespace depbloom::model

@@ -1,0 +1,66 @@
+// The JSON lines of a run's metrics.jsonl and steps.jsonl.
+#include "depbloom/train/run_log.h"
+
+#include <fstream>
+
+#include "depbloom/core/error.h"
+
+namespace depbloom::train {
+
+using nlohmann::json;
+
+json eval_json(const EvalResult& r) {
+  if (!r.valid) return nullptr;
+  json j = {{"events", r.events},
+            {"ap", r.whole.ap},
+            {"auc", r.whole.auc},
+            {"ap_batch_mean", r.batch_mean.ap},
+            {"auc_batch_mean", r.batch_mean.auc},
+            {"seconds", r.seconds}};
+  if (r.mrr >= 0) j["mrr"] = r.mrr;
+  return j;
+}
+
+json comm_json(const EpochResult& r) {
+  json j = {{"ranks", r.ranks},
+            {"strategy", r.strategy},
+            {"local_events", r.local_events},
+            {"exchanged_rows", r.exchanged_rows},
+            {"exchanged_mails", r.exchanged_mails}};
+  int64_t nonblocking = 0;
+  for (int k = 0; k < dist::kNumCollectiveKinds; ++k) {
+    const auto kind = static_cast<dist::CollectiveKind>(k);
+    const dist::CollectiveCounts& c = r.comm[kind];
+    nonblocking += c.nonblocking;
+    j[dist::collective_name(kind)] = {
+        {"calls", c.calls}, {"nonblocking", c.nonblocking}, {"bytes", c.bytes}};
+  }
+  j["sync_points"] = r.comm.total_calls() - nonblocking;
+  return j;
+}
+
+json epoch_json(const EpochResult& r) {
+  json stages = json::object();
+  for (int s = 0; s < kStages; ++s)
+    stages[stage_name(static_cast<Stage>(s))] = r.stages.seconds[static_cast<size_t>(s)];
+  stages["evaluation"] = r.eval_seconds;
+  return {{"epoch", r.epoch},
+          {"loss", r.loss},
+          {"train_events", r.events},
+          {"train_seconds", r.train_seconds},
+          {"events_per_s", static_cast<double>(r.events) / r.train_seconds},
+          {"memory_rows_per_batch", r.memory_rows},
+          {"val", eval_json(r.val)},
+          {"val_new_nodes", eval_json(r.val_new)},
+          {"eval_seconds", r.eval_seconds},
+          {"stage_s", stages},
+          {"comm", comm_json(r)}};
+}
+
+void append_json_line(const std::string& file, const json& line) {
+  std::ofstream out(file, std::ios::app);
+  out << line.dump() << "\n";
+  if (!out) DB_THROW(runtime, "cannot write {}", file);
+}
+
+}  // namespace depbloom::train

@@ -1,0 +1,173 @@
+// stage() and collect(): a BatchPlan to the model's inputs, the model's outputs to the
+// WriteSet the plan announced.
+#include "depbloom/train/step_io.h"
+
+#include "depbloom/backend/ops.h"
+#include "depbloom/backend/upload.h"
+
+namespace depbloom::train {
+namespace {
+
+template <class T>
+Tensor view_or_copy(const std::vector<T>& host, Shape shape, StepArena& arena) {
+  return upload(arena.device(), host.data(), shape);
+}
+
+// Times in `dtype` (f64 ones are the host array itself on a CPU run).
+Tensor times_in(DType dtype, const std::vector<double>& times, StepArena& arena) {
+  const Shape shape(static_cast<int64_t>(times.size()));
+  if (dtype == DType::f64) return upload(arena.device(), times.data(), shape);
+  Tensor host = arena.host().alloc(DType::f32, shape);
+  for (size_t i = 0; i < times.size(); ++i) host.data<float>()[i] = static_cast<float>(times[i]);
+  return upload(arena.device(), host);
+}
+
+}  // namespace
+
+// Stable partition of the memory rows: those whose node holds a mail first (the model
+// updates only them), then the rest.
+void BatchStager::order_rows_by_mail(const BatchPlan& plan, const model::NodeState& state) {
+  const size_t u = plan.mem_node.size();
+  row_of_.resize(u);
+  order_.resize(u);
+  int32_t next = 0;
+  for (size_t i = 0; i < u; ++i)
+    if (state.mail_count(plan.mem_node[i]) > 0) row_of_[i] = next++;
+  with_mail_ = next;
+  for (size_t i = 0; i < u; ++i)
+    if (state.mail_count(plan.mem_node[i]) == 0) row_of_[i] = next++;
+  for (size_t i = 0; i < u; ++i) order_[static_cast<size_t>(row_of_[i])] = static_cast<int32_t>(i);
+}
+
+// Row indices in input order (renumbered when rows were reordered).
+Tensor BatchStager::stage_rows(const std::vector<int32_t>& rows, StepArena& arena) const {
+  const Shape shape(static_cast<int64_t>(rows.size()));
+  if (with_mail_ < 0) return view_or_copy(rows, shape, arena);
+  Tensor host = arena.host().alloc(DType::i32, shape);
+  int32_t* out = host.data<int32_t>();
+  for (size_t i = 0; i < rows.size(); ++i)
+    out[i] = rows[i] < 0 ? rows[i] : row_of_[static_cast<size_t>(rows[i])];
+  return upload(arena.device(), host);
+}
+
+StagedBatch BatchStager::stage(const BatchPlan& plan, const model::NodeState& state,
+                               StepArena& arena) {
+  StagedBatch out;
+  model::TgnnInputs& in = out.in;
+  in.events = plan.batch();
+  in.negatives = plan.negatives_k;
+  with_mail_ = -1;
+  if (cfg_.skip_empty_mailbox && cfg_.memory) {
+    order_rows_by_mail(plan, state);
+    out.row_of = row_of_.data();
+  }
+  in.mem_with_mail = with_mail_;
+  const int64_t u = plan.memory_rows();
+  const auto in_order = [&](const auto& plan_rows, auto& staged) {
+    staged.resize(plan_rows.size());
+    for (int64_t r = 0; r < u; ++r)
+      staged[static_cast<size_t>(r)] =
+          plan_rows[static_cast<size_t>(with_mail_ < 0 ? r : order_[static_cast<size_t>(r)])];
+  };
+  in_order(plan.mem_node, mem_node_);
+  in_order(plan.mem_time, mem_time_);
+  in.mem_node = view_or_copy(mem_node_, Shape(u), arena);
+  in.mem_time = times_in(dtype_, mem_time_, arena);
+  if (cfg_.jodie) {
+    inv_time_.resize(static_cast<size_t>(u));
+    for (size_t i = 0; i < inv_time_.size(); ++i) inv_time_[i] = 1.0 / (mem_time_[i] + 1.0);
+    in.mem_inv_time = times_in(dtype_, inv_time_, arena);
+  }
+  if (cfg_.mail_mask) {
+    const int slots = state.mail_slots();
+    Tensor mask = arena.host().alloc(DType::u8, Shape(u, slots));
+    for (int64_t i = 0; i < u; ++i) {
+      const int have = state.mail_count(mem_node_[static_cast<size_t>(i)]);
+      for (int s = 0; s < slots; ++s) mask.data<uint8_t>()[i * slots + s] = s < have;
+    }
+    in.mem_mask = upload(arena.device(), mask);
+    in_order(plan.mem_id, mem_id_);
+    in.mem_id = view_or_copy(mem_id_, Shape(u), arena);
+  }
+  in.root_row = stage_rows(plan.root_row, arena);
+  for (int32_t l = 0; l < cfg_.hops; ++l) {
+    const graph::Block& blk = plan.blocks.hop(l);
+    const Shape grid(blk.num_roots, blk.k);
+    in.root_id[l] = view_or_copy(plan.root_id[static_cast<size_t>(l)], Shape(blk.num_roots), arena);
+    in.slot_row[l] = stage_rows(plan.slot_row[static_cast<size_t>(l)], arena);
+    in.slot_eid[l] = upload(arena.device(), blk.eid, Shape(blk.num_slots()));
+    in.slot_mask[l] = upload(arena.device(), blk.mask, grid);
+    if (dtype_ == DType::f32) {
+      in.slot_dt[l] = upload(arena.device(), blk.dt, grid);
+    } else {
+      Tensor dt = arena.host().alloc(DType::f64, grid);
+      for (int64_t s = 0; s < blk.num_slots(); ++s) dt.data<double>()[s] = blk.dt[s];
+      in.slot_dt[l] = upload(arena.device(), dt);
+    }
+  }
+  return out;
+}
+
+namespace {
+
+// Plan rows -> input rows of the staged batch, on the device.
+Tensor input_rows(const std::vector<int32_t>& rows, const StagedBatch& staged, StepArena& arena) {
+  const auto n = static_cast<int64_t>(rows.size());
+  if (staged.row_of == nullptr) return upload(arena.device(), rows.data(), Shape(n));
+  Tensor host = arena.host().alloc(DType::i32, Shape(n));
+  for (int64_t i = 0; i < n; ++i)
+    host.data<int32_t>()[i] = staged.input_row(rows[static_cast<size_t>(i)]);
+  return upload(arena.device(), host);
+}
+
+}  // namespace
+
+model::WriteSet collect(const BatchPlan& plan, const StagedBatch& staged, const PlanConfig& cfg,
+                        const Tensor& updated, const Tensor& last_update, const Tensor& edge_feat,
+                        StepArena& arena) {
+  model::WriteSet out;
+  if (!cfg.memory) return out;
+  const PlannedWrites& w = plan.writes;
+  const DType dtype = updated.dtype();
+  const int64_t d_mem = updated.dim(1);
+  const int64_t d_edge = edge_feat.defined() ? edge_feat.dim(1) : 0;
+  Arena& dev = arena.device();
+  // Memory rows: detached copies of the model's output at each node's last event.
+  out.mem_node = w.mem_node.data();
+  out.mem_count = static_cast<int64_t>(w.mem_node.size());
+  out.mem_rows = dev.alloc(dtype, Shape(out.mem_count, d_mem));
+  ops::gather_rows(out.mem_rows, updated, input_rows(w.mem_row, staged, arena));
+  out.mem_time = times_in(dtype, w.mem_time, arena);
+  // Mails [m, d_mail] = [s_self || s_other || edge features].
+  const int64_t m = w.mail_count();
+  out.mail_node = w.mail_node.data();
+  out.mail_count = m;
+  const Tensor self_rows = input_rows(w.mail_row, staged, arena);
+  Tensor self = dev.alloc(dtype, Shape(m, d_mem)), other = dev.alloc(dtype, Shape(m, d_mem));
+  ops::gather_rows(self, updated, self_rows);
+  ops::gather_rows(other, updated, input_rows(w.mail_other, staged, arena));
+  out.mail_rows = dev.alloc(dtype, Shape(m, 2 * d_mem + d_edge));
+  if (d_edge > 0) {
+    Tensor edge = dev.alloc(dtype, Shape(m, d_edge));
+    ops::gather_rows(edge, edge_feat, upload(dev, w.mail_event.data(), Shape(m)));
+    ops::concat_cols(out.mail_rows, {self, other, edge});
+  } else {
+    ops::concat_cols(out.mail_rows, {self, other});
+  }
+  out.mail_time = times_in(dtype, w.mail_time, arena);
+  if (cfg.mail_dt_at_event) {
+    // The TGN authors' message time: the gap since the writer's previous update, as of now.
+    const int64_t u = updated.dim(0);
+    DB_ASSERT(last_update.numel() == u, "collect: last_update is {} for {} rows", last_update.str(),
+              u);
+    Tensor dt = dev.alloc(dtype, Shape(m));
+    ops::copy(dt, out.mail_time);
+    Tensor prev = dev.alloc(dtype, Shape(m, 1));
+    ops::gather_rows(prev, last_update.reshape(Shape(u, 1)), self_rows);
+    ops::axpy(dt, -1.0, prev.reshape(Shape(m)));
+    out.mail_time = dt;
+  }
+  return out;
+}
+
+}  // namespace depbloom::train

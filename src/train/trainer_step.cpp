@@ -1,0 +1,173 @@
+// The stages of a training step, in table order, each reading and writing StepData; one
+// step runs them all, timing each; step_loss runs the forward half for gradient checks.
+#include <cmath>
+
+#include "depbloom/backend/ops.h"
+#include "depbloom/core/timer.h"
+#include "depbloom/model/loss.h"
+#include "depbloom/train/trainer.h"
+
+namespace depbloom::train {
+
+const char* stage_name(Stage stage) {
+  static constexpr const char* kNames[kStages] = {"sample", "gather",   "memory_update",
+                                                  "embed",  "loss",     "backward",
+                                                  "reduce", "optimise", "write_back"};
+  return kNames[static_cast<size_t>(stage)];
+}
+
+const std::array<Trainer::StageEntry, kStages> Trainer::kTrainingStages = {{
+    {Stage::sample, &Trainer::sample},
+    {Stage::gather, &Trainer::gather},
+    {Stage::memory_update, &Trainer::memory_update},
+    {Stage::embed, &Trainer::embed},
+    {Stage::loss, &Trainer::loss},
+    {Stage::backward, &Trainer::backward},
+    {Stage::reduce, &Trainer::reduce},
+    {Stage::optimise, &Trainer::optimise},
+    {Stage::write_back, &Trainer::write_back},
+}};
+
+void Trainer::plan_step(BatchPlan& out, const ScheduledStep& step, int epoch) {
+  DB_ASSERT(step.count > 0 && step.count <= cfg_.batch_size, "train step of {} events (batch {})",
+            step.count, cfg_.batch_size);
+  const auto ep = static_cast<uint32_t>(epoch);
+  negatives_.resize(static_cast<size_t>(step.count));
+  train_negatives_->sample_events(step.events, step.count, 1, ep, negatives_.data());
+  planner_->plan_batch(out, step.events, step.count, negatives_.data(), 1, ep,
+                       train_sampler_.get());
+}
+
+// sample: negatives, the plan (no node state) and the staged inputs (node state's rings).
+void Trainer::sample(StepData& d) {
+  arena_.reset();
+  if (d.empty()) return;
+  plan_step(d.plan, *d.step, static_cast<int>(d.epoch));
+  d.staged = stager_->stage(d.plan, *state_, arena_);
+  d.staged.in.seed = cfg_.seed;
+  d.staged.in.epoch = d.epoch;
+  memory_rows_ += d.plan.memory_rows();
+}
+
+void Trainer::gather(StepData& d) {
+  if (d.empty()) return;
+  model_->gather(d.rows, *state_, d.staged.in, arena_.device());
+}
+
+void Trainer::memory_update(StepData& d) {
+  if (d.empty()) return;
+  const int64_t u = d.staged.in.mem_node.numel();
+  d.updated = arena_.device().alloc(store_->dtype(), Shape(u, cfg_.model.d_input()));
+  model_->update_memory(d.updated, d.staged.in, d.rows, true, arena_.device());
+}
+
+void Trainer::embed(StepData& d) {
+  if (d.empty()) return;
+  const int64_t roots = d.plan.roots();
+  d.emb = arena_.device().alloc(store_->dtype(), Shape(roots, cfg_.model.d_out()));
+  model_->embed(d.emb, d.staged.in, d.updated, d.rows, edge_feat_.view(), true, arena_.device());
+}
+
+// loss: TGL's loss, BCE(pos, 1) + BCE(neg, 0), each a mean over this rank's events.
+void Trainer::loss(StepData& d) {
+  if (d.empty()) return;
+  const DType dtype = store_->dtype();
+  const int64_t count = d.step->count;
+  Arena& arena = arena_.device();
+  d.logits = arena.alloc(dtype, Shape(2 * count));
+  model_->predict(d.logits, d.emb, arena);
+  d.targets = Tensor(targets_.view().raw(), dtype, Shape(2 * count), cfg_.device);
+  if (count < cfg_.batch_size) {  // a short step: ones then zeros, freshly laid out
+    d.targets = arena.alloc(dtype, Shape(2 * count));
+    ops::fill(d.targets.rows(0, count), 1.0);
+    ops::fill(d.targets.rows(count, 2 * count), 0.0);
+  }
+  Tensor loss = arena.alloc(dtype, Shape(1));
+  model::bce_loss_forward(loss, d.logits, d.targets);
+  double host = 0;
+  if (dtype == DType::f64) {
+    ops::copy(Tensor::wrap(&host, Shape(1)), loss);
+  } else {
+    float f = 0;
+    ops::copy(Tensor::wrap(&f, Shape(1)), loss);
+    host = f;
+  }
+  d.local_loss = 2.0 * host;
+  check_finite(d.local_loss, d);
+}
+
+// backward: the gradient of this rank's share of the global mean loss (the whole of it on
+// one device); an empty part still takes part in the reduction, with zero gradients.
+void Trainer::backward(StepData& d) {
+  store_->zero_grad();
+  if (d.empty()) return;
+  Arena& arena = arena_.device();
+  Tensor d_logits = arena.alloc(store_->dtype(), Shape(2 * d.step->count));
+  model::bce_loss_backward(d_logits, d.logits, d.targets, 2.0 * d.step->loss_share);
+  model_->backward(d_logits, arena);
+}
+
+void Trainer::reduce(StepData&) {
+  strategy_->reduce_gradients(*store_);
+}
+
+void Trainer::optimise(StepData&) {
+  ops::AdamConfig adam;
+  adam.lr = cfg_.lr;
+  adam.weight_decay = cfg_.weight_decay;
+  store_->adam_step(adam);
+}
+
+// write_back: the plan's writes collected from the model's outputs; the strategy applies
+// them (and at a sync point exchanges them) and returns the step's global loss.
+void Trainer::write_back(StepData& d) {
+  const bool memory = plan_cfg_.memory;
+  d.writes = model::WriteSet{};
+  if (!d.empty() && memory)
+    d.writes = collect(d.plan, d.staged, plan_cfg_, d.updated, d.rows.last_update,
+                       edge_feat_.view(), arena_);
+  StepWrites w;
+  w.step = d.step;
+  w.planned = &d.plan.writes;
+  w.writes = d.writes;
+  w.state = state_.get();
+  w.arena = &arena_;
+  w.memory = memory;
+  w.local_loss = d.empty() ? 0.0 : d.local_loss;
+  d.loss = strategy_->reconcile(w);
+}
+
+void Trainer::check_finite(double loss, const StepData& d) const {
+  if (std::isfinite(loss)) return;
+  DB_THROW(runtime,
+           "the training loss is {} at epoch {}, batch {} (first event: stream row {}); stopping",
+           loss, d.epoch, d.step->index + 1, d.step->first_event);
+}
+
+double Trainer::train_step(const ScheduledStep& step, int epoch) {
+  data_.step = &step;
+  data_.epoch = static_cast<uint32_t>(epoch);
+  for (const StageEntry& s : kTrainingStages) {
+    Stopwatch watch;
+    (this->*s.run)(data_);
+    stages_[s.stage] += watch.seconds();
+  }
+  // Each rank checked its own events' loss; this is the global one (the same on every rank).
+  check_finite(data_.loss, data_);
+  loss_trace_.push_back(data_.loss);
+  return data_.loss;
+}
+
+double Trainer::step_loss(const int64_t* events, int64_t count, int epoch, bool with_gradients) {
+  const ScheduledStep step = contiguous_part(events, count, 0, 1);
+  data_.step = &step;
+  data_.epoch = static_cast<uint32_t>(epoch);
+  for (Stage s : {Stage::sample, Stage::gather, Stage::memory_update, Stage::embed, Stage::loss})
+    (this->*kTrainingStages[static_cast<size_t>(s)].run)(data_);
+  if (with_gradients) backward(data_);
+  const double loss = data_.local_loss;
+  data_.step = nullptr;
+  return loss;
+}
+
+}  // namespace depbloom::train

@@ -1,0 +1,125 @@
+// BatchPlan: on a hand-made stream, plan_batch lists exactly the roots, the memory rows read
+// (node, time), the sampled slots' rows and the writes (node, event, time) a step makes,
+// from the events alone (it takes no node state); planning twice gives the same plan; and a
+// Trainer's schedule lookahead yields the plans its steps then run (uniform sampling and
+// dropout included).
+#include <gtest/gtest.h>
+
+#include <map>
+#include <vector>
+
+#include "depbloom/graph/neighbour_sampler.h"
+#include "depbloom/graph/temporal_csr.h"
+#include "depbloom/train/batch_plan.h"
+#include "depbloom/train/trainer.h"
+#include "unit/train/tiny_stream.h"
+
+namespace depbloom::train {
+namespace {
+
+// Six nodes, five events; events 2 and 3 share a timestamp.
+data::EventStream hand_stream() {
+  data::EventStream s;
+  s.name = s.source = "hand";
+  s.num_nodes = 6;
+  const int32_t src[] = {0, 2, 0, 2, 0}, dst[] = {1, 1, 3, 3, 1};
+  const double ts[] = {10, 11, 12, 12, 13};
+  for (int e = 0; e < 5; ++e) {
+    s.src.push_back(src[e]), s.dst.push_back(dst[e]), s.ts.push_back(ts[e]);
+    s.event_id.push_back(e);
+  }
+  for (int32_t n = 0; n < 6; ++n) s.original_id.push_back(n);
+  return s;
+}
+
+TEST(BatchPlan, ListsTheRowsReadAndTheWritesOfAHandMadeStep) {
+  const data::EventStream stream = hand_stream();
+  const graph::TemporalCsr csr = graph::TemporalCsr::build(stream);
+  const graph::RecentSampler sampler(csr, 2, 1);
+  PlanConfig cfg;
+  cfg.hops = 1;
+  cfg.neighbours = 2;
+  BatchPlanner planner(stream, cfg);
+  const int64_t events[] = {2, 3, 4};
+  const int32_t negatives[] = {5, 1, 4};
+  BatchPlan p;
+  planner.plan_batch(p, events, 3, negatives, 1, 7, &sampler);
+
+  EXPECT_EQ(p.events, (std::vector<int64_t>{2, 3, 4}));
+  EXPECT_EQ(p.micro_bounds, (std::vector<int64_t>{0, 3}));
+  EXPECT_EQ(p.epoch, 7u);
+  // Roots: sources, destinations, negatives; times relative to the first event (t = 10).
+  EXPECT_EQ(p.root_node, (std::vector<int32_t>{0, 2, 0, 3, 3, 1, 5, 1, 4}));
+  EXPECT_EQ(p.root_time, (std::vector<double>{2, 2, 3, 2, 2, 3, 2, 2, 3}));
+  // Rows read: the roots' distinct (node, time), then their neighbours' (node, edge time):
+  // 0@12 sees 1 (event 0); 2@12 sees 1 (event 1); 0@13 sees 3 (event 2) and 1 (event 0);
+  // 3@12 sees nothing (both its events are at 12); 1@13 sees 2 (event 1) and 0 (event 0).
+  EXPECT_EQ(p.mem_node, (std::vector<int32_t>{0, 2, 0, 3, 1, 5, 1, 4, 1, 1, 2, 0}));
+  EXPECT_EQ(p.mem_time, (std::vector<double>{2, 2, 3, 2, 3, 2, 2, 3, 0, 1, 1, 0}));
+  EXPECT_EQ(p.root_row, (std::vector<int32_t>{0, 1, 2, 3, 3, 4, 5, 6, 7}));
+  EXPECT_EQ(p.slot_row[0], (std::vector<int32_t>{8, -1, 9, -1, 3, 8, -1, -1, -1, -1, 10, 11, -1, -1,
+                                                 10, 11, -1, -1}));
+  // Writes: each endpoint's memory at its last event in the step, and every endpoint's mail.
+  const PlannedWrites& w = p.writes;
+  EXPECT_EQ(w.mem_node, (std::vector<int32_t>{0, 3, 2, 1}));
+  EXPECT_EQ(w.mem_row, (std::vector<int32_t>{2, 3, 1, 4}));
+  EXPECT_EQ(w.mem_event, (std::vector<int64_t>{4, 3, 3, 4}));
+  EXPECT_EQ(w.mem_time, (std::vector<double>{3, 2, 2, 3}));
+  EXPECT_EQ(w.mail_node, (std::vector<int32_t>{0, 3, 2, 3, 0, 1}));
+  EXPECT_EQ(w.mail_row, (std::vector<int32_t>{0, 3, 1, 3, 2, 4}));
+  EXPECT_EQ(w.mail_other, (std::vector<int32_t>{3, 0, 3, 1, 4, 2}));
+  EXPECT_EQ(w.mail_event, (std::vector<int64_t>{2, 2, 3, 3, 4, 4}));
+  EXPECT_EQ(w.mail_time, (std::vector<double>{2, 2, 2, 2, 3, 3}));
+  EXPECT_EQ(w.root_mails, 6);
+  EXPECT_EQ(w.src_nbr_mails + w.dst_nbr_mails, 0);
+
+  // With neighbour delivery every endpoint's mail also goes to its sampled neighbours.
+  cfg.deliver_to_neighbours = true;
+  BatchPlanner delivering(stream, cfg);
+  BatchPlan q;
+  delivering.plan_batch(q, events, 3, negatives, 1, 7, &sampler);
+  EXPECT_EQ(q.writes.src_nbr_mails, 4);  // 0@12: 1; 2@12: 1; 0@13: 3, 1
+  EXPECT_EQ(q.writes.dst_nbr_mails, 2);  // 3@12: none (twice); 1@13: 2, 0
+  EXPECT_EQ(std::vector<int32_t>(q.writes.mail_node.begin() + 6, q.writes.mail_node.end()),
+            (std::vector<int32_t>{1, 1, 3, 1, 2, 0}));
+
+  // Planning again (fresh or reused plan) gives the same plan.
+  BatchPlan again = q;
+  delivering.plan_batch(again, events, 3, negatives, 1, 7, &sampler);
+  EXPECT_TRUE(same_plan(again, q));
+  EXPECT_FALSE(same_plan(again, p));
+}
+
+// The lookahead of the schedule: before step i runs, the plans of steps i+1 and i+2 are made
+// from the events alone; each step then runs exactly the plan made for it.
+TEST(BatchPlan, LookaheadPlansAreThePlansTheStepsRun) {
+  const data::EventStream stream = dbtraintest::tiny_stream(9, 240, 24, 3);
+  const data::ChronoSplit split = dbtraintest::tiny_split(stream, 160, 200);
+  TrainerConfig cfg;
+  cfg.model.d_mem = 8;
+  cfg.model.d_mem_time = 4;
+  cfg.model.d_emb = 8;
+  cfg.model.d_gnn_time = 4;
+  cfg.model.neighbours = 3;
+  cfg.model.layers = 2;
+  cfg.uniform_sampling = true;
+  cfg.batch_size = 16;
+  cfg.eval_batch_size = 16;
+  Trainer trainer(stream, split, cfg);
+  const Schedule& schedule = trainer.schedule_epoch();
+  ASSERT_EQ(schedule.size(), 10);
+  std::map<int64_t, BatchPlan> predicted;
+  for (int64_t i = 0; i < schedule.size(); ++i) {
+    const Schedule::Range ahead = schedule.lookahead(i, 2);
+    for (const ScheduledStep* s = ahead.begin; s != ahead.end; ++s)
+      if (predicted.count(s->index) == 0) trainer.plan_step(predicted[s->index], *s, 1);
+    trainer.train_step(schedule.step(i), 1);
+    if (i == 0) continue;  // nothing looked ahead to step 0
+    ASSERT_EQ(predicted.count(i), 1u) << "step " << i;
+    EXPECT_TRUE(same_plan(trainer.last_plan(), predicted[i])) << "step " << i;
+    EXPECT_GT(trainer.last_plan().memory_rows(), 0);
+  }
+}
+
+}  // namespace
+}  // namespace depbloom::train
