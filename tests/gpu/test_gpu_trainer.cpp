@@ -1,9 +1,11 @@
-// GPU suite, the whole trainer: a short TGN, JODIE and APAN run on cuda:0 reproduces the
-// CPU loss trace and validation AP (float32 both, TF32 off). The two devices sum in
-// different orders, so the traces agree within a tolerance, not bit for bit.
+// GPU suite, the whole trainer: TGN (both attention styles), JODIE and APAN on cuda:0 take
+// the same steps and give the same scores as on the CPU (float32 both, TF32 off). The two
+// devices sum in different orders, so they agree within a tolerance, not bit for bit.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
+#include <cstdio>
 
 #include "depbloom/data/split.h"
 #include "depbloom/data/synth.h"
@@ -46,7 +48,17 @@ train::TrainerConfig config_for(const ModelCase& c, Device device) {
   return t;
 }
 
-TEST_F(GpuTrainer, CudaReproducesTheCpuLossTrace) {
+double rel(double a, double b) {
+  return std::abs(a - b) / std::max(1e-12, std::abs(b));
+}
+
+// Each step of a short epoch, teacher-forced: before the step the GPU trainer loads the CPU
+// trainer's parameters, Adam state and node state, so the two losses differ by one step's
+// f32 rounding (summation order), not by what earlier steps amplified. Then the test split,
+// scored by both from the same state. Free-running f32 traces drift about tenfold per step
+// (docs/dist.md), and a near-chance model's AP moves with tiny score changes; the first GPU
+// run found val AP 0.02-0.03 apart after 8 free-running steps with losses within 2e-3.
+TEST_F(GpuTrainer, CudaStepsAndScoresEqualTheCpuFromTheSameState) {
   data::SynthSpec spec;
   spec.scale = 0.02;
   spec.edge_features = 8;
@@ -64,14 +76,47 @@ TEST_F(GpuTrainer, CudaReproducesTheCpuLossTrace) {
     SCOPED_TRACE(c.name);
     train::Trainer cpu(stream, split, config_for(c, Device::cpu()));
     train::Trainer gpu(stream, split, config_for(c, kGpu));
-    train::EpochResult rc = cpu.run_epoch(1);
-    train::EpochResult rg = gpu.run_epoch(1);
-    ASSERT_EQ(cpu.loss_trace().size(), gpu.loss_trace().size());
-    for (size_t i = 0; i < cpu.loss_trace().size(); ++i)
-      EXPECT_NEAR(gpu.loss_trace()[i], cpu.loss_trace()[i], 2e-3 * std::abs(cpu.loss_trace()[i]))
-          << "step " << i;
-    ASSERT_TRUE(rc.val.valid && rg.val.valid);
-    EXPECT_NEAR(rg.val.whole.ap, rc.val.whole.ap, 5e-3);
+    const train::Schedule& sc = cpu.schedule_epoch();
+    const train::Schedule& sg = gpu.schedule_epoch();
+    ASSERT_EQ(sc.size(), sg.size());
+    double worst = 0;
+    for (int64_t i = 0; i < sc.size(); ++i) {
+      gpu.load(cpu.save(1, ""));
+      const double lc = cpu.train_step(sc.step(i), 1);
+      const double lg = gpu.train_step(sg.step(i), 1);
+      worst = std::max(worst, rel(lg, lc));
+      EXPECT_LT(rel(lg, lc), 1e-4) << "step " << i + 1 << ": " << lg << " vs " << lc;
+    }
+    gpu.load(cpu.save(1, ""));
+    const auto [tc, tc_new] = cpu.test();
+    const auto [tg, tg_new] = gpu.test();
+    ASSERT_TRUE(tc.valid && tg.valid);
+    EXPECT_NEAR(tg.whole.ap, tc.whole.ap, 1e-3);
+    EXPECT_NEAR(tg.batch_mean.ap, tc.batch_mean.ap, 1e-3);
+    std::printf("[%s] %lld steps: worst step loss rel. diff %.1e; test AP %.6f (GPU) vs %.6f\n",
+                c.name, static_cast<long long>(sc.size()), worst, tg.whole.ap, tc.whole.ap);
+  }
+}
+
+// Free-running: the whole 8-step trace within 2e-3 relative (what the drift reaches by step
+// 8), validation run but not compared (see above).
+TEST_F(GpuTrainer, CudaFollowsTheCpuLossTraceFreeRunning) {
+  data::SynthSpec spec;
+  spec.scale = 0.02;
+  spec.edge_features = 8;
+  const data::EventStream stream = data::synthesize(spec);
+  const data::ChronoSplit split = data::make_split(stream, data::SplitSpec{});
+  const ModelCase c{"tgn", model::MemoryKind::gru, model::EmbeddingKind::attention, 1, false};
+  train::Trainer cpu(stream, split, config_for(c, Device::cpu()));
+  train::Trainer gpu(stream, split, config_for(c, kGpu));
+  cpu.run_epoch(1);
+  gpu.run_epoch(1);
+  ASSERT_EQ(cpu.loss_trace().size(), gpu.loss_trace().size());
+  for (size_t i = 0; i < cpu.loss_trace().size(); ++i) {
+    EXPECT_NEAR(gpu.loss_trace()[i], cpu.loss_trace()[i], 2e-3 * std::abs(cpu.loss_trace()[i]))
+        << "step " << i;
+    std::printf("step %zu: loss rel. diff %.1e\n", i + 1,
+                rel(gpu.loss_trace()[i], cpu.loss_trace()[i]));
   }
 }
 
