@@ -202,9 +202,11 @@ int run_train_command(const OptionRegistry& cfg, const TrainCommand& cmd) {
             tc.model.memory != model::MemoryKind::none),
           "memory.combine_node_feature", "combining node features is not supported yet");
   data::ChronoSplit split = data::make_split(stream, c.split);
-  spdlog::info("data {}: {} events, {} nodes{}, {} edge features; loaded in {:.2f} s",
-               cmd.data_path, stream.num_events(), stream.num_nodes,
-               stream.bipartite ? " (bipartite)" : "", stream.edge_dim, watch.seconds());
+  spdlog::info(
+      "data {}: {} events, {} nodes{}, {} edge features, {} node features; loaded in "
+      "{:.2f} s",
+      cmd.data_path, stream.num_events(), stream.num_nodes, stream.bipartite ? " (bipartite)" : "",
+      stream.edge_dim, stream.node_dim, watch.seconds());
   spdlog::info("split ({}): {} train, {} val, {} test events; {} new-node val, {} new-node test",
                data::split_protocol_name(split.protocol), split.train.size(), split.val.size(),
                split.test.size(), split.new_node_val.size(), split.new_node_test.size());

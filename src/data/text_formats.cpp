@@ -144,6 +144,7 @@ ColumnPlan csv_plan(const ColumnMap& map) {
   plan.feature_begin = map.first_feature;
   plan.two_id_spaces = map.bipartite;
   plan.format = "csv";
+  plan.column_key_prefix = "data.columns.";
   return plan;
 }
 
