@@ -46,13 +46,6 @@ const NameTable<bool> kMailTimes{{false, "read"}, {true, "event"}};
 const NameTable<bool> kDeliverTo{{false, "self"}, {true, "neighbors"}};
 const NameTable<bool> kTimeNorms{{true, "standard"}, {false, "tgl"}};
 
-const NameTable<data::SplitProtocol> kSplitProtocols{{data::SplitProtocol::tgn, "tgn"},
-                                                     {data::SplitProtocol::tgl, "tgl"},
-                                                     {data::SplitProtocol::file, "file"}};
-const NameTable<graph::EvalNegativeStrategy> kEvalNegativeStrategies{
-    {graph::EvalNegativeStrategy::random, "random"},
-    {graph::EvalNegativeStrategy::historical, "historical"},
-    {graph::EvalNegativeStrategy::inductive, "inductive"}};
 const NameTable<DType> kDTypes{{DType::f32, "f32"}, {DType::f64, "f64"}};
 
 const std::vector<std::string> kDataFormats = {"auto", "jodie",  "tgn", "tgl",
@@ -169,7 +162,7 @@ void declare_data(OptionRegistry& r) {
          "event stream file or folder; empty: the shipped WIKI stream");
   r.bind_choice("data.format", FIELD(load.format), kDataFormats,
                 "file format; auto guesses it from the name and the first lines");
-  r.bind("data.protocol", FIELD(split.protocol), kSplitProtocols,
+  r.bind("data.protocol", FIELD(split.protocol), data::split_protocol_names(),
          "train/val/test split: TGN's 70/15/15 by time, TGL's, or the one in the file");
   r.bind("data.drop_self_loops", FIELD(load.drop_self_loops),
          "drop events whose source is their destination");
@@ -210,7 +203,8 @@ void declare_data(OptionRegistry& r) {
 void declare_eval_run_dist(OptionRegistry& r) {
   r.bind("eval.negatives", FIELD(trainer.eval_negatives),
          "negative destinations scored per positive event", 1);
-  r.bind("eval.negative_strategy", FIELD(trainer.eval_strategy), kEvalNegativeStrategies,
+  r.bind("eval.negative_strategy", FIELD(trainer.eval_strategy),
+         graph::eval_negative_strategy_names(),
          "how negatives are drawn (random, seen edges, or edges unseen in training)");
   r.bind("eval.batch_size", FIELD(trainer.eval_batch_size),
          "events per evaluation batch (200: the TGN authors' evaluation, whatever the training "
