@@ -129,7 +129,10 @@ ColumnPlan csv_plan(const ColumnMap& map) {
   if (map.src == map.dst || map.src == map.time || map.dst == map.time) {
     DB_THROW(config, "data.columns: src, dst and time must be different columns");
   }
-  if (map.delimiter == '\n' || map.delimiter == '\r' || map.delimiter == '\0') {
+  if (map.delimiter == '\0') {
+    DB_THROW(config, "data.columns.delimiter: needs one character (' ' splits on runs of blanks)");
+  }
+  if (map.delimiter == '\n' || map.delimiter == '\r') {
     DB_THROW(config, "data.columns.delimiter: a line break cannot be the delimiter");
   }
   ColumnPlan plan;

@@ -114,6 +114,18 @@ TEST(MalformedFiles, DetectionFailuresSayWhatToSet) {
     EXPECT_EQ(e.kind(), ErrorKind::config);
     EXPECT_NE(e.message().find("unknown format 'parquet'"), std::string::npos);
   }
+  // An empty data.columns.delimiter (what `--set data.columns.delimiter= ` gives).
+  LoadOptions no_delimiter;
+  no_delimiter.format = "csv";
+  no_delimiter.columns.delimiter = '\0';
+  try {
+    parse_event_text("a,b,c\n1,2,3\n", "csv", "x.csv", no_delimiter);
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::config);
+    EXPECT_NE(e.message().find("data.columns.delimiter: needs one character"), std::string::npos)
+        << e.message();
+  }
 }
 
 TEST(MalformedFiles, FeatureFilesMustFitTheEvents) {
