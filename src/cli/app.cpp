@@ -149,30 +149,115 @@ int relaunch_under_mpirun(int argc, char** argv, int64_t ranks) {
   return dist::run_launcher(args, "depbloom-train");
 }
 
-}  // namespace
-
-int run_train(int argc, char** argv) {
-  CLI::App app{"depbloom-train: train memory-based temporal GNNs (TGN, JODIE, APAN)"};
+// The command line: flags that set config keys, and the run's mode.
+struct CommandLine {
   std::string config_file, data, out, device;
   std::vector<std::string> sets;
   int64_t threads = -1, seed = -1;
   std::string resume, eval_only;
   bool print_config = false;
   int64_t ranks = 1;
-  app.add_option("--config", config_file, "YAML run config (keys: docs/configs.md)");
-  app.add_option("--set", sets, "override one key, e.g. --set train.batch_size=200 (repeatable)");
-  app.add_option("--data", data, "event stream file or folder (sets data.path)");
-  app.add_option("--out", out, "run folder (sets run.out)");
-  app.add_option("--device", device, "auto, cpu or cuda:N (sets run.device)");
-  app.add_option("--threads", threads, "CPU threads, 0 = all cores (sets run.threads)");
-  app.add_option("--seed", seed, "random seed (sets run.seed)");
-  app.add_option("--resume", resume, "continue the run in this folder from its last.ckpt");
-  app.add_option("--eval-only", eval_only, "evaluate this checkpoint on the test split");
-  app.add_flag("--print-config", print_config, "print the effective config and exit");
-  app.add_option("--ranks", ranks,
+};
+
+void add_flags(CLI::App& app, CommandLine& cl) {
+  app.add_option("--config", cl.config_file, "YAML run config (keys: docs/configs.md)");
+  app.add_option("--set", cl.sets,
+                 "override one key, e.g. --set train.batch_size=200 (repeatable)");
+  app.add_option("--data", cl.data, "event stream file or folder (sets data.path)");
+  app.add_option("--out", cl.out, "run folder (sets run.out)");
+  app.add_option("--device", cl.device, "auto, cpu or cuda:N (sets run.device)");
+  app.add_option("--threads", cl.threads, "CPU threads, 0 = all cores (sets run.threads)");
+  app.add_option("--seed", cl.seed, "random seed (sets run.seed)");
+  app.add_option("--resume", cl.resume, "continue the run in this folder from its last.ckpt");
+  app.add_option("--eval-only", cl.eval_only, "evaluate this checkpoint on the test split");
+  app.add_flag("--print-config", cl.print_config, "print the effective config and exit");
+  app.add_option("--ranks", cl.ranks,
                  "train data-parallel (strict) on this many ranks of this machine: starts "
                  "itself under mpirun")
       ->check(CLI::PositiveNumber);
+}
+
+// The run's config: a resumed run's or a checkpoint's own, then --config, --set and the
+// flags, in that order.
+OptionRegistry effective_config(const CommandLine& cl) {
+  OptionRegistry cfg = depbloom_options();
+  if (!cl.resume.empty() && !cl.eval_only.empty())
+    DB_THROW(usage, "--resume and --eval-only exclude each other");
+  if (!cl.resume.empty()) {
+    // The run's own config; --set may still change keys that keep the model (epochs).
+    cfg.load_yaml_file((fs::path(cl.resume) / "config.yaml").string());
+    cfg.set_value("run.out", cl.resume);
+  } else if (!cl.eval_only.empty()) {
+    Checkpoint ckpt = read_checkpoint(cl.eval_only);
+    cfg.load_yaml_string(ckpt.config_text, cl.eval_only + " (its saved config)");
+    cfg.set_value("run.out", fs::path(cl.eval_only).parent_path().string());
+  }
+  if (!cl.config_file.empty()) cfg.load_yaml_file(cl.config_file);
+  cfg.apply_sets(cl.sets);
+  if (!cl.data.empty()) cfg.set_value("data.path", cl.data);
+  if (!cl.out.empty()) cfg.set_value("run.out", cl.out);
+  if (!cl.device.empty()) cfg.set_value("run.device", cl.device);
+  if (cl.threads >= 0) cfg.set_value("run.threads", cl.threads);
+  if (cl.seed >= 0) cfg.set_value("run.seed", cl.seed);
+  return cfg;
+}
+
+void set_cpu_threads(const RunConfig& c, const dist::LaunchEnv& env, bool multi_rank) {
+  if (c.run.threads > 0) {
+    backend::set_cpu_threads(static_cast<int>(c.run.threads));
+  } else if (multi_rank && std::getenv("OMP_NUM_THREADS") == nullptr) {
+    // A hand-started mpirun: the ranks on this machine share its cores (cores / local
+    // ranks each, within the cores mpirun bound this rank to), as --ranks P does.
+    const long cores = sysconf(_SC_NPROCESSORS_ONLN);
+    const long share = std::max(1L, cores / std::max(1, env.local_size));
+    backend::set_cpu_threads(static_cast<int>(std::min<long>(share, backend::cpu_threads())));
+  }
+}
+
+// Several ranks, or one with mpi or nccl named (a smoke run of the collectives), get a
+// communicator; a CUDA rank without a GPU index named takes its local rank's GPU
+// (round-robin: under the mpi communicator ranks may share one). Null: one local rank.
+std::unique_ptr<dist::Communicator> connect_ranks(const OptionRegistry& cfg,
+                                                  const dist::LaunchEnv& env, bool multi_rank,
+                                                  TrainCommand& cmd) {
+  const RunConfig& c = cfg.config();
+  const std::string& kind = c.dist.communicator;
+  if (!multi_rank && kind != "mpi" && kind != "nccl") return nullptr;
+  if (cmd.device.is_cuda() && c.run.device.find(':') == std::string::npos)
+    cmd.device = Device::cuda(env.local_rank % backend::cuda_device_count());
+  std::unique_ptr<dist::Communicator> comm = dist::make_communicator(kind, cmd.device);
+  // From the first collective on, a rank that stops making progress ends every rank.
+  if (!(c.dist.timeout_s >= 0))
+    DB_THROW(config, "dist.timeout_s must be >= 0 seconds (0: no limit), got {}", c.dist.timeout_s);
+  comm->set_timeout(c.dist.timeout_s);
+  cmd.device = comm->device();
+  cmd.comm = comm.get();
+  cmd.write_files = comm->rank() == 0;
+  check_same_config(*comm, cfg);
+  return comm;
+}
+
+// Creates the run folder (on the rank that writes files) and saves the effective config.
+void prepare_run_folder(const OptionRegistry& cfg, TrainCommand& cmd) {
+  const fs::path run_dir = expand_run_folder(cfg.config().run.out);
+  cmd.run_dir = run_dir.string();
+  if (cmd.write_files) {
+    std::error_code ec;
+    fs::create_directories(run_dir, ec);
+    if (ec)
+      DB_THROW(runtime, "cannot create the run folder {}: {}", run_dir.string(), ec.message());
+    if (cmd.eval_ckpt.empty()) cfg.write_effective_config((run_dir / "config.yaml").string());
+  }
+  spdlog::info("effective config (saved in {}):\n{}", (run_dir / "config.yaml").string(),
+               cfg.dump_yaml());
+}
+
+}  // namespace
+
+int run_train(int argc, char** argv) {
+  CLI::App app{"depbloom-train: train memory-based temporal GNNs (TGN, JODIE, APAN)"};
+  CommandLine cl;
+  add_flags(app, cl);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -195,7 +280,7 @@ int run_train(int argc, char** argv) {
     return code;
   };
   try {
-    if (ranks > 1 && !env.under_mpirun) return relaunch_under_mpirun(argc, argv, ranks);
+    if (cl.ranks > 1 && !env.under_mpirun) return relaunch_under_mpirun(argc, argv, cl.ranks);
     // Ctrl-C (SIGINT), SIGTERM or SIGHUP end this process at once with 128 + signal; under
     // mpirun that is how mpirun stops the ranks, and a rank blocked in a collective could
     // not stop cleanly anyway (its peers would wait for it). One line says so: rank 0's
@@ -203,84 +288,29 @@ int run_train(int argc, char** argv) {
     dist::install_stop_handlers(
         multi_rank ? fmt::format("[rank {}/{}] ", env.rank, env.size) : "depbloom-train: ",
         multi_rank && (env.rank != 0 || std::getenv(dist::kLauncherEnv) != nullptr));
-    if (ranks > 1 && env.size != ranks)
-      spdlog::warn("--ranks {} ignored: mpirun started {} ranks", ranks, env.size);
-    OptionRegistry cfg = depbloom_options();
-    if (!resume.empty() && !eval_only.empty())
-      DB_THROW(usage, "--resume and --eval-only exclude each other");
-    if (!resume.empty()) {
-      // The run's own config; --set may still change keys that keep the model (epochs).
-      cfg.load_yaml_file((fs::path(resume) / "config.yaml").string());
-      cfg.set_value("run.out", resume);
-    } else if (!eval_only.empty()) {
-      Checkpoint ckpt = read_checkpoint(eval_only);
-      cfg.load_yaml_string(ckpt.config_text, eval_only + " (its saved config)");
-      cfg.set_value("run.out", fs::path(eval_only).parent_path().string());
-    }
-    if (!config_file.empty()) cfg.load_yaml_file(config_file);
-    cfg.apply_sets(sets);
-    if (!data.empty()) cfg.set_value("data.path", data);
-    if (!out.empty()) cfg.set_value("run.out", out);
-    if (!device.empty()) cfg.set_value("run.device", device);
-    if (threads >= 0) cfg.set_value("run.threads", threads);
-    if (seed >= 0) cfg.set_value("run.seed", seed);
-    if (print_config) {
+    if (cl.ranks > 1 && env.size != cl.ranks)
+      spdlog::warn("--ranks {} ignored: mpirun started {} ranks", cl.ranks, env.size);
+    const OptionRegistry cfg = effective_config(cl);
+    if (cl.print_config) {
       std::fputs(cfg.dump_yaml().c_str(), stdout);
       return 0;
     }
-
-    if (cfg.get<int64_t>("run.threads") > 0) {
-      backend::set_cpu_threads(static_cast<int>(cfg.get<int64_t>("run.threads")));
-    } else if (multi_rank && std::getenv("OMP_NUM_THREADS") == nullptr) {
-      // A hand-started mpirun: the ranks on this machine share its cores (cores / local
-      // ranks each, within the cores mpirun bound this rank to), as --ranks P does.
-      const long cores = sysconf(_SC_NPROCESSORS_ONLN);
-      const long share = std::max(1L, cores / std::max(1, env.local_size));
-      backend::set_cpu_threads(static_cast<int>(std::min<long>(share, backend::cpu_threads())));
-    }
+    const RunConfig& c = cfg.config();
+    set_cpu_threads(c, env, multi_rank);
     TrainCommand cmd;
-    const std::string device_text = cfg.get<std::string>("run.device");
-    cmd.device = parse_device(device_text);
-    // Several ranks, or one with mpi or nccl named (a smoke run of the collectives), get a
-    // communicator; a CUDA rank without a GPU index named takes its local rank's GPU
-    // (round-robin: under the mpi communicator ranks may share one).
-    const std::string comm_kind = cfg.get<std::string>("dist.communicator");
-    if (multi_rank || comm_kind == "mpi" || comm_kind == "nccl") {
-      if (cmd.device.is_cuda() && device_text.find(':') == std::string::npos)
-        cmd.device = Device::cuda(env.local_rank % backend::cuda_device_count());
-      comm = dist::make_communicator(comm_kind, cmd.device);
-      // From the first collective on, a rank that stops making progress ends every rank.
-      const double timeout_s = cfg.get<double>("dist.timeout_s");
-      if (!(timeout_s >= 0))
-        DB_THROW(config, "dist.timeout_s must be >= 0 seconds (0: no limit), got {}", timeout_s);
-      comm->set_timeout(timeout_s);
-      cmd.device = comm->device();
-      cmd.comm = comm.get();
-      cmd.write_files = comm->rank() == 0;
-      check_same_config(*comm, cfg);
-    }
-    cmd.data_path = cfg.get<std::string>("data.path");
-    if (cmd.data_path.empty()) cmd.data_path = find_default_data();
-    cmd.resume_dir = resume;
-    cmd.eval_ckpt = eval_only;
-
-    fs::path run_dir = expand_run_folder(cfg.get<std::string>("run.out"));
-    cmd.run_dir = run_dir.string();
-    if (cmd.write_files) {
-      std::error_code ec;
-      fs::create_directories(run_dir, ec);
-      if (ec)
-        DB_THROW(runtime, "cannot create the run folder {}: {}", run_dir.string(), ec.message());
-      if (eval_only.empty()) cfg.write_effective_config((run_dir / "config.yaml").string());
-    }
-    spdlog::info("effective config (saved in {}):\n{}", (run_dir / "config.yaml").string(),
-                 cfg.dump_yaml());
-    spdlog::info("depbloom-train: device {}, {} CPU threads{}", cmd.device.str(),
-                 backend::cpu_threads(),
-                 comm ? fmt::format(", {} ranks over {} (strict)", comm->size(), comm->name())
-                      : std::string());
+    cmd.device = parse_device(c.run.device);
+    comm = connect_ranks(cfg, env, multi_rank, cmd);
+    cmd.data_path = c.data.path.empty() ? find_default_data() : c.data.path;
+    cmd.resume_dir = cl.resume;
+    cmd.eval_ckpt = cl.eval_only;
+    prepare_run_folder(cfg, cmd);
+    spdlog::info(
+        "depbloom-train: device {}, {} CPU threads{}", cmd.device.str(), backend::cpu_threads(),
+        comm
+            ? fmt::format(", {} ranks over {} ({})", comm->size(), comm->name(), c.trainer.strategy)
+            : std::string());
     int rc = run_train_command(cfg, cmd);
-    spdlog::info("run folder: {}", run_dir.string());
+    spdlog::info("run folder: {}", cmd.run_dir);
     return rc;
   } catch (const Error& e) {
     return fail(exit_code(e.kind()), e.message());

@@ -1,132 +1,257 @@
-// The DepBloom config schema: every key depbloom-train reads, declared once. TGL's
-// sections (sampling, memory, gnn, train) keep TGL's names and its TGN defaults, so
-// TGL's own config/*.yml load unchanged (keys DepBloom does not act on are accepted and
-// say so); data, eval and run are DepBloom's. docs/configs.md is generated from this list.
+// The DepBloom config schema: every key depbloom-train reads, declared once and bound to
+// its RunConfig field, whose initialiser is the key's default. TGL's sections (sampling,
+// memory, gnn, train) keep TGL's names and its TGN defaults, so TGL's own config/*.yml load
+// unchanged (keys DepBloom does not act on are accepted and say so); data, eval and run are
+// DepBloom's. docs/configs.md is generated from this list.
 #include "depbloom/cli/options.h"
+#include "depbloom/dist/communicator.h"
 
 namespace depbloom::cli {
 
-void declare_depbloom_options(OptionRegistry& r) {
-  r.add_int("sampling.layer", 1, "temporal neighbourhood hops (GNN layers that sample)", 0);
-  r.add_int_list("sampling.neighbor", {10}, "neighbours sampled per hop, one value per hop", 1);
-  r.add_enum("sampling.strategy", "recent", {"recent", "uniform"},
-             "recent: the latest neighbours before the event; uniform: any earlier ones");
-  r.add_int("sampling.history", 1, "snapshots sampled per hop (1 for memory-based models)", 1);
-  r.add_bool("sampling.no_sample", false, "skip neighbour sampling (JODIE)");
-  r.add_bool("sampling.no_neg", false,
-             "TGL's APAN flag: sample neighbours for the positive endpoints only, not negatives");
-  r.add_bool("sampling.prop_time", false,
-             "neighbours' memory is updated at the root's time instead of their event's time");
-  r.add_int("sampling.duration", 0, "TGL's snapshot duration; only 0 (no snapshots) is supported",
-            0);
-  r.add_int("sampling.num_thread", 0,
-            "TGL's sampler threads; DepBloom uses run.threads, this key is accepted and ignored",
-            0);
+const NameTable<MemoryType>& memory_type_names() {
+  static const NameTable<MemoryType> names{{MemoryType::node, "node"}, {MemoryType::none, "none"}};
+  return names;
+}
 
-  r.add_enum("memory.type", "node", {"node", "none"},
-             "node: per-node memory; none: memory-less TGAT-style model");
-  r.add_enum("memory.memory_update", "gru", {"gru", "rnn", "transformer"},
-             "memory updater: TGN's GRU, JODIE's RNN, APAN's attention over the mailbox");
-  r.add_int("memory.attention_head", 2, "heads of the transformer memory updater", 1);
-  r.add_enum("memory.mail_time", "read", {"read", "event"},
-             "time encoded with a mail: read = TGL's (read time - last update), event = the TGN "
-             "authors' (event time - previous update, fixed when written)");
-  r.add_bool("memory.update_empty", false,
-             "run the updater for nodes with an empty mailbox too (TGL; false keeps their "
-             "memory, as the TGN authors' code does)");
-  r.add_enum("memory.mail_combine", "last", {"last"},
-             "how mails to one node in one batch combine (the last one is kept)");
-  r.add_bool("memory.combine_node_feature", false,
-             "add node features to the memory; no effect on data without node features");
-  r.add_int("memory.dim_time", 100, "time-encoding width inside messages", 1);
+const NameTable<MemoryUpdate>& memory_update_names() {
+  static const NameTable<MemoryUpdate> names{{MemoryUpdate::gru, "gru"},
+                                             {MemoryUpdate::rnn, "rnn"},
+                                             {MemoryUpdate::transformer, "transformer"}};
+  return names;
+}
+
+const NameTable<MailCombine>& mail_combine_names() {
+  static const NameTable<MailCombine> names{{MailCombine::last, "last"}};
+  return names;
+}
+
+const NameTable<GnnArch>& gnn_arch_names() {
+  static const NameTable<GnnArch> names{{GnnArch::transformer_attention, "transformer_attention"},
+                                        {GnnArch::tgn_attention, "tgn_attention"},
+                                        {GnnArch::identity, "identity"}};
+  return names;
+}
+
+const NameTable<TimeTransform>& time_transform_names() {
+  static const NameTable<TimeTransform> names{{TimeTransform::none, "none"},
+                                              {TimeTransform::jodie, "JODIE"}};
+  return names;
+}
+
+namespace {
+
+// Two-way TGL choices held as the trainer's flags.
+const NameTable<bool> kSamplingStrategies{{false, "recent"}, {true, "uniform"}};
+const NameTable<bool> kMailTimes{{false, "read"}, {true, "event"}};
+const NameTable<bool> kDeliverTo{{false, "self"}, {true, "neighbors"}};
+const NameTable<bool> kTimeNorms{{true, "standard"}, {false, "tgl"}};
+
+const NameTable<DType> kDTypes{{DType::f32, "f32"}, {DType::f64, "f64"}};
+
+const std::vector<std::string> kDataFormats = {"auto", "jodie",  "tgn", "tgl",
+                                               "snap", "konect", "csv"};
+
+std::vector<std::string> communicator_choices() {
+  std::vector<std::string> names = dist::communicator_kind_names().names();
+  names.insert(names.begin(), "auto");
+  return names;
+}
+
+// The field a key binds to: a path into RunConfig.
+#define FIELD(path)            \
+  [](RunConfig & c) -> auto& { \
+    return c.path;             \
+  }
+
+// TGL's sampling and memory sections.
+void declare_sampling_memory(OptionRegistry& r) {
+  r.bind("sampling.layer", FIELD(sampling.layer),
+         "temporal neighbourhood hops (GNN layers that sample)", 0);
+  r.bind("sampling.neighbor", FIELD(sampling.neighbor),
+         "neighbours sampled per hop, one value per hop", 1);
+  r.bind("sampling.strategy", FIELD(trainer.uniform_sampling), kSamplingStrategies,
+         "recent: the latest neighbours before the event; uniform: any earlier ones");
+  r.bind("sampling.history", FIELD(sampling.history),
+         "snapshots sampled per hop (1 for memory-based models)", 1);
+  r.bind("sampling.no_sample", FIELD(sampling.no_sample), "skip neighbour sampling (JODIE)");
+  r.bind("sampling.no_neg", FIELD(sampling.no_neg),
+         "TGL's APAN flag: sample neighbours for the positive endpoints only, not negatives");
+  r.bind("sampling.prop_time", FIELD(trainer.prop_time),
+         "neighbours' memory is updated at the root's time instead of their event's time");
+  r.bind("sampling.duration", FIELD(sampling.duration),
+         "TGL's snapshot duration; only 0 (no snapshots) is supported", 0);
+  r.bind("sampling.num_thread", FIELD(sampling.num_thread),
+         "TGL's sampler threads; DepBloom uses run.threads, this key is accepted and ignored", 0);
+
+  r.bind("memory.type", FIELD(memory.type), memory_type_names(),
+         "node: per-node memory; none: memory-less TGAT-style model");
+  r.bind("memory.memory_update", FIELD(memory.update), memory_update_names(),
+         "memory updater: TGN's GRU, JODIE's RNN, APAN's attention over the mailbox");
+  r.bind("memory.attention_head", FIELD(trainer.model.memory_heads),
+         "heads of the transformer memory updater", 1);
+  r.bind("memory.mail_time", FIELD(trainer.model.mail_dt_at_event), kMailTimes,
+         "time encoded with a mail: read = TGL's (read time - last update), event = the TGN "
+         "authors' (event time - previous update, fixed when written)");
+  r.bind("memory.update_empty", FIELD(memory.update_empty),
+         "run the updater for nodes with an empty mailbox too (TGL; false keeps their "
+         "memory, as the TGN authors' code does)");
+  r.bind("memory.mail_combine", FIELD(memory.mail_combine), mail_combine_names(),
+         "how mails to one node in one batch combine (the last one is kept)");
+  r.bind("memory.combine_node_feature", FIELD(memory.combine_node_feature),
+         "add node features to the memory; no effect on data without node features");
+  r.bind("memory.dim_time", FIELD(trainer.model.d_mem_time), "time-encoding width inside messages",
+         1);
   // 0 is TGL's TGAT.yml value with memory.type none.
-  r.add_int("memory.dim_out", 100, "node memory width (0 only with memory.type none)", 0);
-  r.add_int("memory.mailbox_size", 1, "mails kept per node (1 for TGN/JODIE, >1 for APAN)", 1);
-  r.add_enum("memory.deliver_to", "self", {"self", "neighbors"},
-             "self: mail to the event's endpoints; neighbors: also to their neighbours (APAN)");
+  r.bind("memory.dim_out", FIELD(trainer.model.d_mem),
+         "node memory width (0 only with memory.type none)", 0);
+  r.bind("memory.mailbox_size", FIELD(trainer.model.mailbox),
+         "mails kept per node (1 for TGN/JODIE, >1 for APAN)", 1);
+  r.bind("memory.deliver_to", FIELD(trainer.deliver_to_neighbours), kDeliverTo,
+         "self: mail to the event's endpoints; neighbors: also to their neighbours (APAN)");
+}
 
-  r.add_enum("gnn.arch", "tgn_attention", {"transformer_attention", "tgn_attention", "identity"},
-             "embedding module on top of the memory: TGL's attention layer, the TGN authors' "
-             "(scaled dot product as wide as the query, projection and merge MLP, no layer norm), "
-             "or none");
-  r.add_enum("gnn.time_transform", "none", {"none", "JODIE"},
-             "JODIE: project the memory in time, h = s * (1 + w dt), on top of identity");
-  r.add_enum("gnn.time_norm", "standard", {"standard", "tgl"},
-             "JODIE's dt: standard = (dt - mean) / std of the training gaps (the TGN authors'), "
-             "tgl = dt / (t + 1)");
-  r.add_bool("gnn.use_src_emb", false, "TGL's flag, accepted; only false is supported");
-  r.add_bool("gnn.use_dst_emb", false, "TGL's flag, accepted; only false is supported");
-  r.add_int("gnn.layer", 1, "embedding layers (must not exceed sampling.layer)", 0);
-  r.add_int("gnn.att_head", 2, "attention heads", 1);
-  r.add_int("gnn.dim_time", 100, "time-encoding width in the embedding module", 1);
-  r.add_int("gnn.dim_out", 100, "embedding width", 1);
+// TGL's gnn and train sections, and the data-parallel strategy.
+void declare_gnn_train(OptionRegistry& r) {
+  r.bind("gnn.arch", FIELD(gnn.arch), gnn_arch_names(),
+         "embedding module on top of the memory: TGL's attention layer, the TGN authors' "
+         "(scaled dot product as wide as the query, projection and merge MLP, no layer norm), "
+         "or none");
+  r.bind("gnn.time_transform", FIELD(gnn.time_transform), time_transform_names(),
+         "JODIE: project the memory in time, h = s * (1 + w dt), on top of identity");
+  r.bind("gnn.time_norm", FIELD(trainer.standardise_time), kTimeNorms,
+         "JODIE's dt: standard = (dt - mean) / std of the training gaps (the TGN authors'), "
+         "tgl = dt / (t + 1)");
+  r.bind("gnn.use_src_emb", FIELD(gnn.use_src_emb),
+         "TGL's flag, accepted; only false is supported");
+  r.bind("gnn.use_dst_emb", FIELD(gnn.use_dst_emb),
+         "TGL's flag, accepted; only false is supported");
+  r.bind("gnn.layer", FIELD(trainer.model.layers),
+         "embedding layers (must not exceed sampling.layer)", 0);
+  r.bind("gnn.att_head", FIELD(trainer.model.heads), "attention heads", 1);
+  r.bind("gnn.dim_time", FIELD(trainer.model.d_gnn_time),
+         "time-encoding width in the embedding module", 1);
+  r.bind("gnn.dim_out", FIELD(trainer.model.d_emb), "embedding width", 1);
 
-  r.add_int("train.epoch", 3, "passes over the training events", 1);
-  r.add_int("train.batch_size", 600, "events per training batch", 1);
-  r.add_double("train.lr", 1e-4, "Adam learning rate");
-  r.add_double("train.dropout", 0.1,
-               "dropout in the attention layers and the APAN updater (TGL's attention: on W_o's "
-               "output; the TGN authors': on the attention output)");
-  r.add_double("train.att_dropout", 0.1,
-               "TGL's dropout of attention weights: read for TGL's configs, not applied "
-               "(train.dropout covers the attention layers)");
-  r.add_double("train.weight_decay", 0, "L2 weight decay in Adam");
-  r.add_int("train.patience", 0, "epochs without validation gain before stopping; 0 never stops",
-            0);
-  r.add_bool("train.all_on_gpu", false,
-             "TGL's flag, accepted and ignored: everything lives on the run device");
-  r.add_int("train.reorder", 0, "TGL's batch reordering; only 0 is supported", 0);
+  r.bind("train.epoch", FIELD(fit.epochs), "passes over the training events", 1);
+  r.bind("train.batch_size", FIELD(trainer.batch_size), "events per training batch", 1);
+  r.bind("train.lr", FIELD(trainer.lr), "Adam learning rate");
+  r.bind("train.dropout", FIELD(trainer.model.dropout),
+         "dropout in the attention layers and the APAN updater (TGL's attention: on W_o's "
+         "output; the TGN authors': on the attention output)");
+  r.bind("train.att_dropout", FIELD(tgl_train.att_dropout),
+         "TGL's dropout of attention weights: read for TGL's configs, not applied "
+         "(train.dropout covers the attention layers)");
+  r.bind("train.weight_decay", FIELD(trainer.weight_decay), "L2 weight decay in Adam");
+  r.bind("train.patience", FIELD(fit.patience),
+         "epochs without validation gain before stopping; 0 never stops", 0);
+  r.bind("train.all_on_gpu", FIELD(tgl_train.all_on_gpu),
+         "TGL's flag, accepted and ignored: everything lives on the run device");
+  r.bind("train.reorder", FIELD(tgl_train.reorder), "TGL's batch reordering; only 0 is supported",
+         0);
 
   // DepBloom's: how data-parallel ranks (depbloom-train --ranks P) share the stream.
-  r.add_enum("strategy.name", "strict", {"strict"},
-             "data-parallel strategy: strict = each batch split into one contiguous slice per "
-             "rank, gradients all-reduced and the written memory and mails all-gathered after "
-             "every step; with one rank every strategy is single-device training");
+  r.bind_choice("strategy.name", FIELD(trainer.strategy), train::strategy_names(),
+                "data-parallel strategy: strict = each batch split into one contiguous slice per "
+                "rank, gradients all-reduced and the written memory and mails all-gathered after "
+                "every step; with one rank every strategy is single-device training");
+}
 
-  r.add_string("data.path", "", "event stream file or folder; empty: the shipped WIKI stream");
-  r.add_enum("data.format", "auto", {"auto", "jodie", "tgn", "tgl", "snap", "konect", "csv"},
-             "file format; auto guesses it from the name and the first lines");
-  r.add_enum("data.protocol", "tgn", {"tgn", "tgl", "file"},
-             "train/val/test split: TGN's 70/15/15 by time, TGL's, or the one in the file");
-  r.add_bool("data.drop_self_loops", false, "drop events whose source is their destination");
-  r.add_bool("data.cache", true, "reuse the parsed binary cache beside the data");
-  r.add_int("data.max_events", 0,
-            "use only the first N events of the stream (0: all); for quick runs and tests", 0);
+// Where the events come from and how they are read and split (docs/data.md).
+void declare_data(OptionRegistry& r) {
+  r.bind("data.path", FIELD(data.path),
+         "event stream file or folder; empty: the shipped WIKI stream");
+  r.bind_choice("data.format", FIELD(load.format), kDataFormats,
+                "file format; auto guesses it from the name and the first lines");
+  r.bind("data.protocol", FIELD(split.protocol), data::split_protocol_names(),
+         "train/val/test split: TGN's 70/15/15 by time, TGL's, or the one in the file");
+  r.bind("data.drop_self_loops", FIELD(load.drop_self_loops),
+         "drop events whose source is their destination");
+  r.bind("data.cache", FIELD(load.use_cache), "reuse the parsed binary cache beside the data");
+  r.bind("data.max_events", FIELD(data.max_events),
+         "use only the first N events of the stream (0: all); for quick runs and tests", 0);
+  r.bind("data.cache_dir", FIELD(load.cache_dir),
+         "folder for the parsed cache; empty: .depbloom-cache beside the data");
+  r.bind("data.edge_features", FIELD(load.edge_features),
+         "edge features as a .npy file, one row per event of the file; empty: the format's own "
+         "(TGN's ml_<name>.npy, TGL's edge_features.npy) or none");
+  r.bind("data.node_features", FIELD(load.node_features),
+         "node features as a .npy file, one row per node id; empty: the format's own "
+         "(ml_<name>_node.npy, node_features.npy) or none");
+  r.bind("data.weight_as_feature", FIELD(load.weight_as_feature),
+         "KONECT `src dst weight time`: keep the weight as a 1-wide edge feature");
+  r.bind("data.columns.src", FIELD(load.columns.src), "csv: 0-based column of the source id", 0);
+  r.bind("data.columns.dst", FIELD(load.columns.dst), "csv: column of the destination id", 0);
+  r.bind("data.columns.time", FIELD(load.columns.time), "csv: column of the timestamp", 0);
+  r.bind("data.columns.label", FIELD(load.columns.label), "csv: column of a label; -1: none", -1);
+  r.bind("data.columns.split", FIELD(load.columns.split),
+         "csv: column of a split (0 train, 1 val, 2 test) for data.protocol: file; -1: none", -1);
+  r.bind("data.columns.first_feature", FIELD(load.columns.first_feature),
+         "csv: first edge-feature column, features run to the end of the row; -1: none", -1);
+  r.bind("data.columns.header", FIELD(load.columns.header),
+         "csv: the first line is a header (and must not look like data)");
+  r.bind("data.columns.delimiter", FIELD(load.columns.delimiter),
+         "csv: the field delimiter, one character; ' ' splits on runs of spaces and tabs");
+  r.bind("data.columns.comment", FIELD(load.columns.comment),
+         "csv: lines starting with this character are skipped; empty: none");
+  r.bind("data.columns.bipartite", FIELD(load.columns.bipartite),
+         "csv: src and dst are separate id spaces (users and items)");
+  r.bind("data.seed", FIELD(split.seed),
+         "seed of the tgn protocol's draw of held-out new nodes (apart from run.seed)", 0);
+}
 
-  r.add_int("eval.negatives", 1, "negative destinations scored per positive event", 1);
-  r.add_enum("eval.negative_strategy", "random", {"random", "historical", "inductive"},
-             "how negatives are drawn (random, seen edges, or edges unseen in training)");
-  r.add_int("eval.batch_size", 200,
-            "events per evaluation batch (200: the TGN authors' evaluation, whatever the training "
-            "batch; TGL evaluates with its training batch)",
-            1);
-  r.add_bool("eval.new_nodes", true,
-             "also report the new-node (inductive) metrics under the tgn protocol");
+// Evaluation, the run itself and its ranks.
+void declare_eval_run_dist(OptionRegistry& r) {
+  r.bind("eval.negatives", FIELD(trainer.eval_negatives),
+         "negative destinations scored per positive event", 1);
+  r.bind("eval.negative_strategy", FIELD(trainer.eval_strategy),
+         graph::eval_negative_strategy_names(),
+         "how negatives are drawn (random, seen edges, or edges unseen in training)");
+  r.bind("eval.batch_size", FIELD(trainer.eval_batch_size),
+         "events per evaluation batch (200: the TGN authors' evaluation, whatever the training "
+         "batch; TGL evaluates with its training batch)",
+         1);
+  r.bind("eval.new_nodes", FIELD(trainer.new_nodes),
+         "also report the new-node (inductive) metrics under the tgn protocol");
 
-  r.add_int("run.seed", 0, "random seed for parameters, sampling and negatives", 0);
-  r.add_string("run.device", "auto", "auto, cpu or cuda:N (auto: the first usable GPU, else CPU)");
-  r.add_int("run.threads", 0,
-            "CPU threads; 0 uses all cores (under mpirun: the cores over the ranks on the machine)",
-            0);
-  r.add_string("run.out", "runs/<time>", "run folder for the config, logs and checkpoints");
-  r.add_int("run.log_every", 100, "batches between progress lines; 0 logs epochs only", 0);
-  r.add_bool("run.checkpoint", true,
-             "save a checkpoint of the best epoch and of the last one in the run folder");
-  r.add_int("run.max_batches", 0,
-            "stop each epoch after N training batches (0: all); for smoke runs", 0);
-  r.add_bool("run.progress", true, "print a progress line during long epochs");
-  r.add_bool("run.step_log", false,
-             "write every training step's loss to steps.jsonl in the run folder (to compare "
-             "runs step by step)");
+  r.bind("run.seed", FIELD(trainer.seed), "random seed for parameters, sampling and negatives", 0);
+  r.bind("run.device", FIELD(run.device),
+         "auto, cpu or cuda:N (auto: the first usable GPU, else CPU)");
+  r.bind("run.threads", FIELD(run.threads),
+         "CPU threads; 0 uses all cores (under mpirun: the cores over the ranks on the machine)",
+         0);
+  r.bind("run.out", FIELD(run.out), "run folder for the config, logs and checkpoints");
+  r.bind("run.log_every", FIELD(run.log_every),
+         "batches between progress lines; 0 logs epochs only", 0);
+  r.bind("run.checkpoint", FIELD(fit.checkpoints),
+         "save a checkpoint of the best epoch and of the last one in the run folder");
+  r.bind("run.max_batches", FIELD(trainer.max_batches),
+         "stop each epoch after N training batches (0: all); for smoke runs", 0);
+  r.bind("run.progress", FIELD(run.progress), "print a progress line during long epochs");
+  r.bind("run.step_log", FIELD(fit.step_log),
+         "write every training step's loss to steps.jsonl in the run folder (to compare "
+         "runs step by step)");
+  r.bind("run.dtype", FIELD(trainer.dtype), kDTypes,
+         "f32, or f64 on the CPU only (slower; for comparing runs without rounding noise)");
 
-  r.add_enum("dist.communicator", "auto", {"auto", "local", "mpi", "nccl"},
-             "auto: nccl for CUDA ranks (when built with NCCL), else mpi, local for one rank; "
-             "mpi serves CUDA ranks too, through host buffers, and lets ranks share a GPU; "
-             "mpi or nccl with one rank still runs the strategy's collectives (a smoke test)");
-  r.add_double("dist.timeout_s", 600,
-               "with several ranks: seconds one rank may wait in a collective for the others "
-               "before every rank ends with exit code 4 (a rank stopped making progress); 0 "
-               "waits forever");
+  r.bind_choice("dist.communicator", FIELD(dist.communicator), communicator_choices(),
+                "auto: nccl for CUDA ranks (when built with NCCL), else mpi, local for one rank; "
+                "mpi serves CUDA ranks too, through host buffers, and lets ranks share a GPU; "
+                "mpi or nccl with one rank still runs the strategy's collectives (a smoke test)");
+  r.bind("dist.timeout_s", FIELD(dist.timeout_s),
+         "with several ranks: seconds one rank may wait in a collective for the others "
+         "before every rank ends with exit code 4 (a rank stopped making progress); 0 "
+         "waits forever");
+}
+
+#undef FIELD
+
+}  // namespace
+
+void declare_depbloom_options(OptionRegistry& r) {
+  declare_sampling_memory(r);
+  declare_gnn_train(r);
+  declare_data(r);
+  declare_eval_run_dist(r);
 }
 
 OptionRegistry depbloom_options() {

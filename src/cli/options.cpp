@@ -71,11 +71,21 @@ std::string quote(const std::string& s) {
   return out + "\"";
 }
 
-// "an integer >= 1", "a list of integers" ...: what the parser wanted, for the message.
-std::string int_expected(const OptionSpec& s, bool list = false) {
-  std::string what = list ? "a list of integers" : "an integer";
-  if (s.min == std::numeric_limits<int64_t>::min()) return what;
-  return fmt::format("{} >= {}", what, s.min);
+// "[10, 5]", "10,5" or "[]".
+bool parse_int_list(const std::string& text, std::vector<int64_t>* out) {
+  std::string body = trim(text);
+  if (body.size() >= 2 && body.front() == '[' && body.back() == ']')
+    body = body.substr(1, body.size() - 2);
+  out->clear();
+  if (trim(body).empty()) return true;
+  for (size_t start = 0;;) {
+    size_t comma = body.find(',', start);
+    int64_t v = 0;
+    if (!parse_int(trim(body.substr(start, comma - start)), &v)) return false;
+    out->push_back(v);
+    if (comma == std::string::npos) return true;
+    start = comma + 1;
+  }
 }
 
 }  // namespace
@@ -134,40 +144,11 @@ void OptionRegistry::declare(OptionSpec spec) {
   for (size_t dot = spec.key.find('.'); dot != std::string::npos; dot = spec.key.find('.', dot + 1))
     DB_ASSERT(!has(spec.key.substr(0, dot)), "option '{}' is inside key '{}'", spec.key,
               spec.key.substr(0, dot));
-  if (spec.type == OptionType::int64)
-    DB_ASSERT(std::get<int64_t>(spec.default_value) >= spec.min, "option '{}': default below min",
-              spec.key);
-  if (spec.type == OptionType::enumeration) {
-    const auto& d = std::get<std::string>(spec.default_value);
-    DB_ASSERT(std::find(spec.choices.begin(), spec.choices.end(), d) != spec.choices.end(),
-              "option '{}': default '{}' is not one of its choices", spec.key, d);
-  }
+  spec.default_value = spec.read(RunConfig());
+  const std::string why = misfit(spec, spec.default_value);
+  DB_ASSERT(why.empty(), "option '{}': its default is not {}", spec.key, why);
   index_[spec.key] = specs_.size();
-  values_.push_back(spec.default_value);
   specs_.push_back(std::move(spec));
-}
-
-void OptionRegistry::add_bool(const std::string& key, bool def, const std::string& help) {
-  declare({key, OptionType::boolean, def, {}, help});
-}
-void OptionRegistry::add_int(const std::string& key, int64_t def, const std::string& help,
-                             int64_t min) {
-  declare({key, OptionType::int64, def, {}, help, min});
-}
-void OptionRegistry::add_double(const std::string& key, double def, const std::string& help) {
-  declare({key, OptionType::float64, def, {}, help});
-}
-void OptionRegistry::add_string(const std::string& key, const std::string& def,
-                                const std::string& help) {
-  declare({key, OptionType::string, def, {}, help});
-}
-void OptionRegistry::add_enum(const std::string& key, const std::string& def,
-                              std::vector<std::string> choices, const std::string& help) {
-  declare({key, OptionType::enumeration, def, std::move(choices), help});
-}
-void OptionRegistry::add_int_list(const std::string& key, std::vector<int64_t> def,
-                                  const std::string& help, int64_t min) {
-  declare({key, OptionType::int_list, std::move(def), {}, help, min});
 }
 
 const OptionSpec& OptionRegistry::spec(const std::string& key) const {
@@ -176,24 +157,44 @@ const OptionSpec& OptionRegistry::spec(const std::string& key) const {
   return specs_[it->second];
 }
 
-const OptionValue& OptionRegistry::value(const std::string& key) const {
-  auto it = index_.find(key);
-  if (it == index_.end()) DB_THROW(runtime, "option '{}' is not declared", key);
-  return values_[it->second];
+OptionValue OptionRegistry::value(const std::string& key) const {
+  return spec(key).read(config_);
+}
+
+std::string OptionRegistry::misfit(const OptionSpec& s, const OptionValue& v) {
+  const bool list = s.type == OptionType::int_list;
+  auto in_range = [&](int64_t x) { return x >= s.min && x <= s.max; };
+  std::string range = list ? "a list of integers" : "an integer";
+  if (s.min != kNoMin) range += fmt::format(" >= {}", s.min);
+  if (s.max != std::numeric_limits<int64_t>::max()) range += fmt::format(" <= {}", s.max);
+  switch (s.type) {
+    case OptionType::int64:
+      return in_range(std::get<int64_t>(v)) ? "" : range;
+    case OptionType::int_list: {
+      const auto& xs = std::get<std::vector<int64_t>>(v);
+      return std::all_of(xs.begin(), xs.end(), in_range) ? "" : range;
+    }
+    case OptionType::enumeration: {
+      const auto& text = std::get<std::string>(v);
+      if (std::find(s.choices.begin(), s.choices.end(), text) != s.choices.end()) return "";
+      return fmt::format("one of {}", fmt::join(s.choices, "|"));
+    }
+    case OptionType::string:
+      return s.one_char && std::get<std::string>(v).size() > 1 ? "one character" : "";
+    case OptionType::boolean:
+    case OptionType::float64:
+      return "";
+  }
+  return "";
 }
 
 void OptionRegistry::set_value(const std::string& key, OptionValue v) {
   const OptionSpec& s = spec(key);
   if (v.index() != s.default_value.index())
     DB_THROW(runtime, "option '{}' is of type {}, set with another type", key, type_name(s.type));
-  if (s.type == OptionType::int64 && std::get<int64_t>(v) < s.min)
-    DB_THROW(runtime, "option '{}': {} is below its minimum {}", key, std::get<int64_t>(v), s.min);
-  if (s.type == OptionType::enumeration) {
-    const auto& text = std::get<std::string>(v);
-    if (std::find(s.choices.begin(), s.choices.end(), text) == s.choices.end())
-      DB_THROW(runtime, "option '{}': '{}' is not one of {}", key, text, fmt::join(s.choices, "|"));
-  }
-  values_[index_.at(key)] = std::move(v);
+  const std::string why = misfit(s, v);
+  if (!why.empty()) DB_THROW(config, "{}: expected {}, got {}", key, why, format_value(v, s.type));
+  s.write(config_, v);
 }
 
 bool OptionRegistry::is_section(const std::string& prefix) const {
@@ -218,68 +219,52 @@ std::string OptionRegistry::suggest(const std::string& key) const {
   return best_d <= std::max<size_t>(2, key.size() / 4) ? best : std::string();
 }
 
-// `where` is "file:line" or "--set"; every message names it, the key, the type and the text.
+// `where` is "file:line" or "--set"; every message names it, the key, what was expected and
+// the text.
 void OptionRegistry::set_from_text(const std::string& key, const std::string& text,
                                    const std::string& where) {
   const OptionSpec& s = spec(key);
   auto bad = [&](const std::string& expected) {
     DB_THROW(config, "{}: {}: expected {}, got '{}'", where, key, expected, text);
   };
-  size_t i = index_.at(key);
+  OptionValue v;
   switch (s.type) {
     case OptionType::boolean:
       // YAML 1.2's core booleans (TGL writes True/False); YAML 1.1's "yes", "on" and "1"
       // are too easy to misread and are rejected.
       if (text == "true" || text == "True" || text == "TRUE")
-        values_[i] = true;
+        v = true;
       else if (text == "false" || text == "False" || text == "FALSE")
-        values_[i] = false;
+        v = false;
       else
         bad("a bool (true or false)");
-      return;
+      break;
     case OptionType::int64: {
-      int64_t v = 0;
-      if (!parse_int(text, &v)) bad("an integer");
-      if (v < s.min) bad(int_expected(s));
-      values_[i] = v;
-      return;
+      int64_t x = 0;
+      if (!parse_int(text, &x)) bad("an integer");
+      v = x;
+      break;
     }
     case OptionType::float64: {
-      double v = 0;
-      if (!parse_double(text, &v)) bad("a number");
-      values_[i] = v;
-      return;
+      double x = 0;
+      if (!parse_double(text, &x)) bad("a number");
+      v = x;
+      break;
     }
     case OptionType::string:
-      values_[i] = text;
-      return;
-    case OptionType::enumeration: {
-      if (std::find(s.choices.begin(), s.choices.end(), text) == s.choices.end())
-        bad(fmt::format("one of {}", fmt::join(s.choices, "|")));
-      values_[i] = text;
-      return;
-    }
+    case OptionType::enumeration:
+      v = text;
+      break;
     case OptionType::int_list: {
-      std::string body = trim(text);
-      if (body.size() >= 2 && body.front() == '[' && body.back() == ']')
-        body = body.substr(1, body.size() - 2);
-      std::vector<int64_t> out;
-      if (!trim(body).empty()) {
-        size_t start = 0;
-        while (true) {
-          size_t comma = body.find(',', start);
-          int64_t v = 0;
-          if (!parse_int(trim(body.substr(start, comma - start)), &v)) bad("a list of integers");
-          if (v < s.min) bad(int_expected(s, true));
-          out.push_back(v);
-          if (comma == std::string::npos) break;
-          start = comma + 1;
-        }
-      }
-      values_[i] = std::move(out);
-      return;
+      std::vector<int64_t> xs;
+      if (!parse_int_list(text, &xs)) bad("a list of integers");
+      v = std::move(xs);
+      break;
     }
   }
+  const std::string why = misfit(s, v);
+  if (!why.empty()) bad(why);
+  s.write(config_, v);
 }
 
 void OptionRegistry::apply_set(const std::string& assignment) {
@@ -322,7 +307,7 @@ std::string OptionRegistry::dump_yaml() const {
       open.push_back(parts[d]);
     }
     out += std::string(2 * open.size(), ' ') + parts.back() + ": " +
-           format_value(values_[i], specs_[i].type) + "\n";
+           format_value(specs_[i].read(config_), specs_[i].type) + "\n";
   }
   return out;
 }
@@ -362,7 +347,7 @@ std::string OptionRegistry::markdown() const {
     std::string type = s.type == OptionType::enumeration
                            ? fmt::format("{}", fmt::join(s.choices, " \\| "))
                            : type_name(s.type);
-    if (s.min != std::numeric_limits<int64_t>::min()) type += fmt::format(" >= {}", s.min);
+    if (s.min != kNoMin) type += fmt::format(" >= {}", s.min);
     std::string help = s.help;
     for (size_t p = help.find('|'); p != std::string::npos; p = help.find('|', p + 2))
       help.replace(p, 1, "\\|");

@@ -6,6 +6,7 @@
 #include <spdlog/spdlog.h>
 
 #include <cstdlib>
+#include <limits>
 #include <nlohmann/json.hpp>
 
 #include "depbloom/core/timer.h"
@@ -58,10 +59,10 @@ std::string stages_text(const train::EpochResult& r) {
 // The log lines of a run: progress within an epoch, each epoch's result, the test.
 class LoggingObserver final : public train::FitObserver {
  public:
-  LoggingObserver(const OptionRegistry& cfg, int rank)
-      : progress_on_(cfg.get<bool>("run.progress")),
-        log_every_(cfg.get<int64_t>("run.log_every")),
-        batch_(cfg.get<int64_t>("train.batch_size")),
+  LoggingObserver(const RunConfig& c, int rank)
+      : progress_on_(c.run.progress),
+        log_every_(c.run.log_every),
+        batch_(c.trainer.batch_size),
         rank_(rank),
         fail_rank_(std::getenv("DEPBLOOM_TEST_FAIL_RANK")) {}
 
@@ -110,110 +111,109 @@ class LoggingObserver final : public train::FitObserver {
   Stopwatch epoch_watch_, since_log_;
 };
 
+model::MemoryKind memory_kind(const MemorySection& memory) {
+  if (memory.type == MemoryType::none) return model::MemoryKind::none;
+  switch (memory.update) {
+    case MemoryUpdate::gru:
+      return model::MemoryKind::gru;
+    case MemoryUpdate::rnn:
+      return model::MemoryKind::rnn;
+    case MemoryUpdate::transformer:
+      return model::MemoryKind::transformer;
+  }
+  DB_THROW(runtime, "memory.memory_update: a value without a model");
+}
+
+// The model samples one fan-out for every hop.
+int neighbours_per_hop(const SamplingSection& sampling) {
+  const std::vector<int64_t>& counts = sampling.neighbor;
+  require(!counts.empty(), "sampling.neighbor", "needs one count per hop");
+  for (int64_t k : counts)
+    require(k == counts[0], "sampling.neighbor", "every hop must sample the same count");
+  require(counts[0] <= std::numeric_limits<int>::max(), "sampling.neighbor", "too many neighbours");
+  return static_cast<int>(counts[0]);
+}
+
+// The config key that sets each TgnnConfig field find_problem can name.
+const char* model_field_key(const std::string& field) {
+  static const std::pair<const char*, const char*> keys[] = {
+      {"layers", "gnn.layer"},
+      {"neighbours", "sampling.neighbor"},
+      {"heads", "gnn.att_head"},
+      {"embedding", "gnn.arch"},
+      {"memory", "memory.memory_update"},
+      {"memory_heads", "memory.attention_head"},
+      {"mail_dt_at_event", "memory.mail_time"},
+      {"mailbox", "memory.mailbox_size"}};
+  for (const auto& [f, key] : keys)
+    if (field == f) return key;
+  DB_THROW(runtime, "TgnnConfig.{} has no config key", field);
+}
+
 }  // namespace
 
-train::TrainerConfig trainer_config(const OptionRegistry& cfg, Device device) {
-  train::TrainerConfig t;
-  auto& m = t.model;
-  const auto& type = cfg.get<std::string>("memory.type");
-  const auto& update = cfg.get<std::string>("memory.memory_update");
-  if (type == "none") {
-    m.memory = model::MemoryKind::none;
-  } else {
-    m.memory = update == "gru"   ? model::MemoryKind::gru
-               : update == "rnn" ? model::MemoryKind::rnn
-                                 : model::MemoryKind::transformer;
-    require(cfg.get<int64_t>("memory.dim_out") > 0, "memory.dim_out",
+train::TrainerConfig trainer_config(const RunConfig& c, Device device) {
+  train::TrainerConfig t = c.trainer;
+  model::TgnnConfig& m = t.model;
+  m.memory = memory_kind(c.memory);
+  if (m.memory != model::MemoryKind::none)
+    require(m.d_mem > 0, "memory.dim_out",
             "a node memory needs a positive width (0 is only for memory.type: none)");
-  }
-  const auto& arch = cfg.get<std::string>("gnn.arch");
-  const bool attention = arch == "transformer_attention" || arch == "tgn_attention";
-  m.attention_style =
-      arch == "tgn_attention" ? model::AttentionStyle::tgn : model::AttentionStyle::tgl;
-  const bool jodie = cfg.get<std::string>("gnn.time_transform") == "JODIE";
+  const bool attention = c.gnn.arch != GnnArch::identity;
+  const bool jodie = c.gnn.time_transform == TimeTransform::jodie;
+  require(!(attention && jodie), "gnn.time_transform",
+          "JODIE's projection replaces the attention: use gnn.arch: identity with it");
   m.embedding = attention ? model::EmbeddingKind::attention
                 : jodie   ? model::EmbeddingKind::jodie
                           : model::EmbeddingKind::identity;
-  require(!(attention && jodie), "gnn.time_transform",
-          "JODIE's projection replaces the attention: use gnn.arch: identity with it");
-  m.d_mem = cfg.get<int64_t>("memory.dim_out");
-  m.d_mem_time = cfg.get<int64_t>("memory.dim_time");
-  m.d_emb = cfg.get<int64_t>("gnn.dim_out");
-  m.d_gnn_time = cfg.get<int64_t>("gnn.dim_time");
-  m.layers = static_cast<int>(cfg.get<int64_t>("gnn.layer"));
-  m.heads = static_cast<int>(cfg.get<int64_t>("gnn.att_head"));
-  m.memory_heads = static_cast<int>(cfg.get<int64_t>("memory.attention_head"));
-  m.mailbox = static_cast<int>(cfg.get<int64_t>("memory.mailbox_size"));
-  m.dropout = cfg.get<double>("train.dropout");
-  m.mail_dt_at_event = cfg.get<std::string>("memory.mail_time") == "event";
-  m.skip_empty_mailbox = !cfg.get<bool>("memory.update_empty");
-  const auto& nbrs = cfg.get<std::vector<int64_t>>("sampling.neighbor");
-  for (int64_t k : nbrs)
-    require(k == nbrs[0], "sampling.neighbor", "every hop must sample the same count");
-  m.neighbours = static_cast<int>(nbrs[0]);
+  m.attention_style = c.gnn.arch == GnnArch::tgn_attention ? model::AttentionStyle::tgn
+                                                           : model::AttentionStyle::tgl;
+  m.skip_empty_mailbox = !c.memory.update_empty;
+  m.neighbours = neighbours_per_hop(c.sampling);
   if (attention) {
-    require(m.layers >= 1, "gnn.layer", "the attention embedding needs at least one layer");
-    require(m.layers <= cfg.get<int64_t>("sampling.layer"), "gnn.layer",
+    require(m.layers <= c.sampling.layer, "gnn.layer",
             fmt::format("{} layers need as many sampled hops (sampling.layer is {})", m.layers,
-                        cfg.get<int64_t>("sampling.layer")));
-    require(!cfg.get<bool>("sampling.no_sample"), "sampling.no_sample",
+                        c.sampling.layer));
+    require(!c.sampling.no_sample, "sampling.no_sample",
             "the attention embedding reads sampled neighbours");
   }
-  require(cfg.get<int64_t>("sampling.duration") == 0, "sampling.duration",
-          "snapshots are not supported; use 0");
-  require(cfg.get<int64_t>("sampling.history") == 1, "sampling.history",
+  require(c.sampling.duration == 0, "sampling.duration", "snapshots are not supported; use 0");
+  require(c.sampling.history == 1, "sampling.history",
           "memory-based models sample one snapshot; use 1");
-  require(cfg.get<int64_t>("train.reorder") == 0, "train.reorder", "only 0 is supported");
-  require(!cfg.get<bool>("gnn.use_src_emb") && !cfg.get<bool>("gnn.use_dst_emb"), "gnn.use_src_emb",
-          "only false is supported");
-  t.uniform_sampling = cfg.get<std::string>("sampling.strategy") == "uniform";
-  t.prop_time = cfg.get<bool>("sampling.prop_time");
-  t.standardise_time = cfg.get<std::string>("gnn.time_norm") == "standard";
-  t.deliver_to_neighbours = cfg.get<std::string>("memory.deliver_to") == "neighbors";
-  t.batch_size = cfg.get<int64_t>("train.batch_size");
-  t.eval_batch_size = cfg.get<int64_t>("eval.batch_size");
-  t.lr = cfg.get<double>("train.lr");
+  require(c.tgl_train.reorder == 0, "train.reorder", "only 0 is supported");
+  require(!c.gnn.use_src_emb && !c.gnn.use_dst_emb, "gnn.use_src_emb", "only false is supported");
   require(t.lr > 0, "train.lr", "the learning rate must be positive");
-  t.weight_decay = cfg.get<double>("train.weight_decay");
-  t.eval_negatives = static_cast<int32_t>(cfg.get<int64_t>("eval.negatives"));
-  t.eval_strategy =
-      graph::parse_eval_negative_strategy(cfg.get<std::string>("eval.negative_strategy"));
-  t.new_nodes = cfg.get<bool>("eval.new_nodes");
-  t.max_batches = cfg.get<int64_t>("run.max_batches");
-  t.seed = static_cast<uint64_t>(cfg.get<int64_t>("run.seed"));
-  t.strategy = cfg.get<std::string>("strategy.name");
+  require(!(t.dtype == DType::f64 && device.is_cuda()), "run.dtype",
+          "f64 runs on the CPU only; use run.device: cpu");
   t.device = device;
-  model::validate(m);
+  if (auto problem = model::find_problem(m))
+    DB_THROW(config, "{}: {}", model_field_key(problem->field), problem->why);
   return t;
 }
 
-int run_train_command(OptionRegistry& cfg, const TrainCommand& cmd) {
-  train::TrainerConfig tc = trainer_config(cfg, cmd.device);
+int run_train_command(const OptionRegistry& cfg, const TrainCommand& cmd) {
+  const RunConfig& c = cfg.config();
+  train::TrainerConfig tc = trainer_config(c, cmd.device);
   tc.comm = cmd.comm;
-
-  data::LoadOptions load;
-  load.format = cfg.get<std::string>("data.format");
-  load.drop_self_loops = cfg.get<bool>("data.drop_self_loops");
-  load.use_cache = cfg.get<bool>("data.cache");
   Stopwatch watch;
-  data::EventStream stream = data::load_events(cmd.data_path, load);
-  data::keep_first_events(stream, cfg.get<int64_t>("data.max_events"));
-  require(!(cfg.get<bool>("memory.combine_node_feature") && stream.node_dim > 0 &&
+  data::EventStream stream = data::load_events(cmd.data_path, c.load);
+  data::keep_first_events(stream, c.data.max_events);
+  require(!(c.memory.combine_node_feature && stream.node_dim > 0 &&
             tc.model.memory != model::MemoryKind::none),
           "memory.combine_node_feature", "combining node features is not supported yet");
-  data::SplitSpec spec;
-  spec.protocol = data::parse_split_protocol(cfg.get<std::string>("data.protocol"));
-  spec.seed = tc.seed;
-  data::ChronoSplit split = data::make_split(stream, spec);
-  spdlog::info("data {}: {} events, {} nodes{}, {} edge features; loaded in {:.2f} s",
-               cmd.data_path, stream.num_events(), stream.num_nodes,
-               stream.bipartite ? " (bipartite)" : "", stream.edge_dim, watch.seconds());
+  data::ChronoSplit split = data::make_split(stream, c.split);
+  spdlog::info(
+      "data {}: {} events, {} nodes{}, {} edge features, {} node features; loaded in "
+      "{:.2f} s",
+      cmd.data_path, stream.num_events(), stream.num_nodes, stream.bipartite ? " (bipartite)" : "",
+      stream.edge_dim, stream.node_dim, watch.seconds());
   spdlog::info("split ({}): {} train, {} val, {} test events; {} new-node val, {} new-node test",
                data::split_protocol_name(split.protocol), split.train.size(), split.val.size(),
                split.test.size(), split.new_node_val.size(), split.new_node_test.size());
 
   train::Trainer trainer(stream, split, tc);
-  spdlog::info("model: {} parameters on {}", trainer.parameter_count(), cmd.device.str());
+  spdlog::info("model: {} parameters on {} ({})", trainer.parameter_count(), cmd.device.str(),
+               dtype_name(tc.dtype));
   if (trainer.strategy().ranks() > 1)
     spdlog::info("strategy {} over {} ranks: {}", trainer.strategy().name(),
                  trainer.strategy().ranks(), train::strategy_entry(tc.strategy).summary);
@@ -224,15 +224,11 @@ int run_train_command(OptionRegistry& cfg, const TrainCommand& cmd) {
     if (test_new.valid) spdlog::info("{}", eval_text("test (new nodes)", test_new));
     return 0;
   }
-  train::FitOptions fit;
-  fit.epochs = static_cast<int>(cfg.get<int64_t>("train.epoch"));
-  fit.patience = cfg.get<int64_t>("train.patience");
+  train::FitOptions fit = c.fit;
   fit.run_dir = run_dir;
-  fit.checkpoints = cfg.get<bool>("run.checkpoint");
-  fit.step_log = cfg.get<bool>("run.step_log");
   fit.resume_dir = cmd.resume_dir;
   fit.config_text = cfg.dump_yaml();
-  LoggingObserver observer(cfg, cmd.comm != nullptr ? cmd.comm->rank() : 0);
+  LoggingObserver observer(c, cmd.comm != nullptr ? cmd.comm->rank() : 0);
   train::fit(trainer, fit, &observer);
   return 0;
 }

@@ -186,6 +186,73 @@ void fail_at(const std::string& file, int64_t line, std::string_view text,
   DB_THROW(data, "{}:{}: {}: `{}`", file, line, what, excerpt(text));
 }
 
+namespace {
+
+// Blank and comment lines; the common data line is decided by its first byte.
+bool skipped_line(std::string_view line, char comment) {
+  if (!line.empty() && !is_blank(line[0]) && line[0] != comment) return false;
+  std::string_view content = trim_blanks(line);
+  return content.empty() || (comment != 0 && content[0] == comment);
+}
+
+// Fields a row needs for the plan's columns. Open-ended features may be absent (width 0),
+// so they need no field of their own.
+int fields_needed(const ColumnPlan& plan) {
+  const bool open_features = plan.feature_begin >= 0 && plan.feature_end < 0;
+  return std::max({plan.src, plan.dst, plan.time, plan.label, plan.split, plan.feature_row,
+                   plan.feature_end - 1,
+                   open_features ? plan.feature_begin - 1 : plan.feature_begin}) +
+         1;
+}
+
+// A row too short for the plan. With config-named columns (csv) the message names the key
+// of the column furthest past the row's end.
+[[noreturn]] void fail_short_row(const Row& row, const ColumnPlan& plan, int n, int needed) {
+  if (plan.column_key_prefix == nullptr)
+    row.fail(fmt::format("expected at least {} fields, found {}", needed, n));
+  const std::pair<const char*, int> columns[] = {
+      {"src", plan.src + 1},     {"dst", plan.dst + 1},     {"time", plan.time + 1},
+      {"label", plan.label + 1}, {"split", plan.split + 1}, {"first_feature", plan.feature_begin}};
+  const auto* worst = &columns[0];
+  for (const auto& c : columns)
+    if (c.second > worst->second) worst = &c;
+  const int column =
+      worst->first == std::string_view("first_feature") ? worst->second : worst->second - 1;
+  row.fail(fmt::format("{}{} is column {} (0-based), but the line has {} fields",
+                       plan.column_key_prefix, worst->first, column, n));
+}
+
+// One data row's fields into raw; `width` edge features from plan.feature_begin.
+void parse_row(const Row& row, const std::vector<std::string_view>& fields, const ColumnPlan& plan,
+               int64_t width, RawEvents& raw) {
+  raw.src.push_back(row.node_id(fields[plan.src], "src"));
+  raw.dst.push_back(row.node_id(fields[plan.dst], "dst"));
+  raw.ts.push_back(row.number(fields[plan.time], "timestamp"));
+  raw.line.push_back(row.line);
+  if (plan.label >= 0) raw.label.push_back(row.label(fields[plan.label]));
+  if (plan.split >= 0) {
+    int64_t s = row.integer(fields[plan.split], "split");
+    if (s < 0 || s > 2) {
+      row.fail(fmt::format("split '{}' must be 0 (train), 1 (val) or 2 (test)",
+                           excerpt(fields[plan.split])));
+    }
+    raw.split.push_back(static_cast<int8_t>(s));
+  }
+  if (plan.feature_row >= 0) {
+    int64_t r = row.integer(fields[plan.feature_row], "idx");
+    if (r < 0) row.fail(fmt::format("negative feature row idx '{}'", r));
+    raw.feature_row.push_back(r);
+  }
+  for (int64_t k = 0; k < width; ++k) {
+    std::string_view f = fields[plan.feature_begin + k];
+    const float v = static_cast<float>(row.number(f, "edge feature"));
+    if (!std::isfinite(v)) row.fail(fmt::format("edge feature '{}' overflows float32", excerpt(f)));
+    raw.edge_feat.push_back(v);
+  }
+}
+
+}  // namespace
+
 RawEvents parse_delimited(std::string_view text, const std::string& file, const ColumnPlan& plan) {
   RawEvents raw;
   raw.file = file;
@@ -193,11 +260,7 @@ RawEvents parse_delimited(std::string_view text, const std::string& file, const 
   if (text.empty()) DB_THROW(data, "{}: the file is empty", file);
 
   const bool open_features = plan.feature_begin >= 0 && plan.feature_end < 0;
-  // Open-ended features may be absent (width 0), so they need no field of their own.
-  const int needed = std::max({plan.src, plan.dst, plan.time, plan.label, plan.split,
-                               plan.feature_row, plan.feature_end - 1,
-                               open_features ? plan.feature_begin - 1 : plan.feature_begin}) +
-                     1;
+  const int needed = fields_needed(plan);
   int64_t width = plan.feature_begin < 0 ? 0 : plan.feature_end - plan.feature_begin;
   int64_t width_line = 0;  // line that fixed an open feature width, for messages
 
@@ -212,20 +275,14 @@ RawEvents parse_delimited(std::string_view text, const std::string& file, const 
   std::string_view line;
   bool header_pending = plan.header;
   while (lines.next(line)) {
-    // Blank and comment lines; the common data line is decided by its first byte.
-    if (line.empty() || is_blank(line[0]) || line[0] == plan.comment) {
-      std::string_view content = trim_blanks(line);
-      if (content.empty() || (plan.comment != 0 && content[0] == plan.comment)) continue;
-    }
+    if (skipped_line(line, plan.comment)) continue;
     const Row row{file, lines.line_number(), line};
     split_fields(line, plan.delimiter, fields);
     if (header_pending) {
       header_pending = false;
       if (looks_numeric(fields[0])) {
-        row.fail(
-            fmt::format("this line looks like data, but the {} format starts with a "
-                        "header line",
-                        plan.format));
+        row.fail(fmt::format(
+            "this line looks like data, but the {} format starts with a header line", plan.format));
       }
       continue;
     }
@@ -233,7 +290,7 @@ RawEvents parse_delimited(std::string_view text, const std::string& file, const 
     if (plan.fixed_fields >= 0 && n != plan.fixed_fields) {
       row.fail(fmt::format("expected {} fields, found {}", plan.fixed_fields, n));
     }
-    if (n < needed) row.fail(fmt::format("expected at least {} fields, found {}", needed, n));
+    if (n < needed) fail_short_row(row, plan, n, needed);
     if (open_features) {
       const int64_t here = n - plan.feature_begin;
       if (raw.src.empty()) {
@@ -244,32 +301,7 @@ RawEvents parse_delimited(std::string_view text, const std::string& file, const 
         row.fail(fmt::format("{} edge features, but line {} has {}", here, width_line, width));
       }
     }
-
-    raw.src.push_back(row.node_id(fields[plan.src], "src"));
-    raw.dst.push_back(row.node_id(fields[plan.dst], "dst"));
-    raw.ts.push_back(row.number(fields[plan.time], "timestamp"));
-    raw.line.push_back(row.line);
-    if (plan.label >= 0) raw.label.push_back(row.label(fields[plan.label]));
-    if (plan.split >= 0) {
-      int64_t s = row.integer(fields[plan.split], "split");
-      if (s < 0 || s > 2) {
-        row.fail(fmt::format("split '{}' must be 0 (train), 1 (val) or 2 (test)",
-                             excerpt(fields[plan.split])));
-      }
-      raw.split.push_back(static_cast<int8_t>(s));
-    }
-    if (plan.feature_row >= 0) {
-      int64_t r = row.integer(fields[plan.feature_row], "idx");
-      if (r < 0) row.fail(fmt::format("negative feature row idx '{}'", r));
-      raw.feature_row.push_back(r);
-    }
-    for (int64_t k = 0; k < width; ++k) {
-      std::string_view f = fields[plan.feature_begin + k];
-      const float v = static_cast<float>(row.number(f, "edge feature"));
-      if (!std::isfinite(v))
-        row.fail(fmt::format("edge feature '{}' overflows float32", excerpt(f)));
-      raw.edge_feat.push_back(v);
-    }
+    parse_row(row, fields, plan, width, raw);
   }
   if (raw.src.empty()) DB_THROW(data, "{}: the file holds no events", file);
   raw.edge_dim = width;

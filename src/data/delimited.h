@@ -43,6 +43,9 @@ struct ColumnPlan {
   int fixed_fields = -1;  // exact field count, or -1 for "at least what the columns need"
   bool two_id_spaces = false;
   const char* format = "csv";  // for messages
+  // Set when the columns come from config keys ("data.columns."): a row too short for
+  // them names the key at fault.
+  const char* column_key_prefix = nullptr;
 };
 
 // Splits lines on \n, strips a trailing \r, skips a UTF-8 byte-order mark, counts lines.

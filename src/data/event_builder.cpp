@@ -207,8 +207,11 @@ EventStream build_event_stream(RawEvents raw, bool drop_self_loops,
     for (int32_t v = 0; v < s.num_nodes; ++v) {
       const int64_t row = raw.two_id_spaces ? v : s.original_id[v];
       if (row >= t.rows) {
-        DB_THROW(data, "{}: has no row for node {} of {} ({} rows)", t.file, s.original_id[v],
-                 raw.file, t.rows);
+        const int64_t needed =
+            raw.two_id_spaces ? s.num_nodes
+                              : *std::max_element(s.original_id.begin(), s.original_id.end()) + 1;
+        DB_THROW(data, "{}: has no row for node {} of {}: {} rows of node features, {} needed",
+                 t.file, s.original_id[v], raw.file, t.rows, needed);
       }
       std::copy_n(t.values.begin() + row * t.dim, t.dim, s.node_feat.begin() + int64_t{v} * t.dim);
     }

@@ -130,23 +130,14 @@ void file_split(const EventStream& s, ChronoSplit& out) {
 
 }  // namespace
 
-SplitProtocol parse_split_protocol(const std::string& name) {
-  if (name == "tgn") return SplitProtocol::tgn;
-  if (name == "tgl") return SplitProtocol::tgl;
-  if (name == "file") return SplitProtocol::file;
-  DB_THROW(config, "data.protocol: unknown protocol '{}' (tgn, tgl or file)", name);
+const NameTable<SplitProtocol>& split_protocol_names() {
+  static const NameTable<SplitProtocol> names{
+      {SplitProtocol::tgn, "tgn"}, {SplitProtocol::tgl, "tgl"}, {SplitProtocol::file, "file"}};
+  return names;
 }
 
 const char* split_protocol_name(SplitProtocol protocol) {
-  switch (protocol) {
-    case SplitProtocol::tgn:
-      return "tgn";
-    case SplitProtocol::tgl:
-      return "tgl";
-    case SplitProtocol::file:
-      return "file";
-  }
-  return "?";
+  return split_protocol_names().name(protocol);
 }
 
 double timestamp_quantile(const std::vector<double>& a, double q) {

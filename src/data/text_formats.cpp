@@ -129,7 +129,10 @@ ColumnPlan csv_plan(const ColumnMap& map) {
   if (map.src == map.dst || map.src == map.time || map.dst == map.time) {
     DB_THROW(config, "data.columns: src, dst and time must be different columns");
   }
-  if (map.delimiter == '\n' || map.delimiter == '\r' || map.delimiter == '\0') {
+  if (map.delimiter == '\0') {
+    DB_THROW(config, "data.columns.delimiter: needs one character (' ' splits on runs of blanks)");
+  }
+  if (map.delimiter == '\n' || map.delimiter == '\r') {
     DB_THROW(config, "data.columns.delimiter: a line break cannot be the delimiter");
   }
   ColumnPlan plan;
@@ -144,6 +147,7 @@ ColumnPlan csv_plan(const ColumnMap& map) {
   plan.feature_begin = map.first_feature;
   plan.two_id_spaces = map.bipartite;
   plan.format = "csv";
+  plan.column_key_prefix = "data.columns.";
   return plan;
 }
 

@@ -292,6 +292,13 @@ bool launched_by_mpirun() {
 bool built_with_mpi() {
   return DEPBLOOM_WITH_MPI != 0;
 }
+const NameTable<CommunicatorKind>& communicator_kind_names() {
+  static const NameTable<CommunicatorKind> names{{CommunicatorKind::local, "local"},
+                                                 {CommunicatorKind::mpi, "mpi"},
+                                                 {CommunicatorKind::nccl, "nccl"}};
+  return names;
+}
+
 bool built_with_nccl() {
   return DEPBLOOM_WITH_NCCL != 0;
 }

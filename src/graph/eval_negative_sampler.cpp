@@ -60,24 +60,16 @@ int32_t take_without_replacement(std::vector<int32_t>& candidates, int32_t take,
 
 }  // namespace
 
-EvalNegativeStrategy parse_eval_negative_strategy(const std::string& name) {
-  if (name == "random") return EvalNegativeStrategy::random;
-  if (name == "historical") return EvalNegativeStrategy::historical;
-  if (name == "inductive") return EvalNegativeStrategy::inductive;
-  DB_THROW(config, "unknown evaluation negative strategy '{}' (random, historical, inductive)",
-           name);
+const NameTable<EvalNegativeStrategy>& eval_negative_strategy_names() {
+  static const NameTable<EvalNegativeStrategy> names{
+      {EvalNegativeStrategy::random, "random"},
+      {EvalNegativeStrategy::historical, "historical"},
+      {EvalNegativeStrategy::inductive, "inductive"}};
+  return names;
 }
 
 const char* eval_negative_strategy_name(EvalNegativeStrategy strategy) {
-  switch (strategy) {
-    case EvalNegativeStrategy::random:
-      return "random";
-    case EvalNegativeStrategy::historical:
-      return "historical";
-    case EvalNegativeStrategy::inductive:
-      return "inductive";
-  }
-  return "?";
+  return eval_negative_strategy_names().name(strategy);
 }
 
 EvalNegativeSampler::EvalNegativeSampler(const data::EventStream& stream, int64_t history_end,

@@ -3,32 +3,55 @@
 #include "depbloom/core/error.h"
 
 namespace depbloom::model {
+namespace {
 
-void validate(const TgnnConfig& c) {
+std::optional<ConfigProblem> attention_problem(const TgnnConfig& c) {
+  if (c.layers < 1 || c.layers > kMaxHops)
+    return ConfigProblem{
+        "layers", fmt::format("{} attention layers; 1 to {} are supported", c.layers, kMaxHops)};
+  if (c.neighbours < 1)
+    return ConfigProblem{
+        "neighbours",
+        fmt::format("the attention needs at least 1 neighbour, got {}", c.neighbours)};
+  if (c.heads < 1)
+    return ConfigProblem{"heads", fmt::format("needs at least 1 head, got {}", c.heads)};
+  if (c.attention_style == AttentionStyle::tgl && c.d_emb % c.heads != 0)
+    return ConfigProblem{"heads", fmt::format("the attention width {} is not divisible by {} heads",
+                                              c.d_emb, c.heads)};
+  return std::nullopt;
+}
+
+}  // namespace
+
+std::optional<ConfigProblem> find_problem(const TgnnConfig& c) {
   if (c.embedding == EmbeddingKind::attention) {
-    if (c.layers < 1 || c.layers > kMaxHops)
-      DB_THROW(config, "gnn.layer: {} attention layers; 1 to {} are supported", c.layers, kMaxHops);
-    if (c.neighbours < 1) DB_THROW(config, "sampling.neighbor: needs at least 1 neighbour");
-    if (c.attention_style == AttentionStyle::tgl && c.d_emb % c.heads != 0)
-      DB_THROW(config, "gnn.dim_out {} is not divisible by gnn.att_head {}", c.d_emb, c.heads);
-    if (c.heads < 1) DB_THROW(config, "gnn.att_head: needs at least 1 head, got {}", c.heads);
+    if (auto p = attention_problem(c)) return p;
   } else if (c.memory == MemoryKind::none) {
-    DB_THROW(config,
-             "memory.type: none needs gnn.arch: transformer_attention (the identity "
-             "embedding of no memory is nothing)");
+    return ConfigProblem{"embedding",
+                         "a model without memory needs the attention embedding (the identity "
+                         "embedding of no memory is nothing)"};
   }
   if (c.embedding == EmbeddingKind::jodie && c.memory == MemoryKind::transformer)
-    DB_THROW(config, "gnn.time_transform: JODIE goes with a recurrent memory, not transformer");
+    return ConfigProblem{"memory",
+                         "JODIE's time projection goes with a recurrent memory, not the "
+                         "transformer updater"};
   if (c.memory == MemoryKind::transformer && c.d_mem % c.memory_heads != 0)
-    DB_THROW(config, "memory.dim_out {} is not divisible by memory.attention_head {}", c.d_mem,
-             c.memory_heads);
+    return ConfigProblem{
+        "memory_heads",
+        fmt::format("the memory width {} is not divisible by {} heads", c.d_mem, c.memory_heads)};
   if (c.mail_dt_at_event && c.memory != MemoryKind::gru && c.memory != MemoryKind::rnn)
-    DB_THROW(config, "memory.mail_time: event needs memory.memory_update gru or rnn");
+    return ConfigProblem{"mail_dt_at_event",
+                         "a mail's age as of its event needs the GRU or RNN updater"};
   if (c.memory != MemoryKind::transformer && c.memory != MemoryKind::none && c.mailbox != 1)
-    DB_THROW(config,
-             "memory.mailbox_size: {} mails need memory.memory_update: transformer; "
-             "the GRU and RNN updaters read one mail",
-             c.mailbox);
+    return ConfigProblem{"mailbox",
+                         fmt::format("{} mails need the transformer updater; the GRU and RNN "
+                                     "updaters read one mail",
+                                     c.mailbox)};
+  return std::nullopt;
+}
+
+void validate(const TgnnConfig& c) {
+  if (auto p = find_problem(c)) DB_THROW(config, "TgnnConfig.{}: {}", p->field, p->why);
 }
 
 }  // namespace depbloom::model

@@ -104,7 +104,7 @@ std::unique_ptr<Strategy> make_strategy(const std::string& name, dist::Communica
   // step (the P = 1 rule), and makes no collective. One rank over an mpi or nccl
   // communicator (named in the config) still runs the strategy, collectives included: the
   // same numbers, and a smoke test of that communicator.
-  if (comm == nullptr || (comm->size() <= 1 && std::string(comm->name()) == "local"))
+  if (comm == nullptr || (comm->size() <= 1 && comm->kind() == dist::CommunicatorKind::local))
     return std::make_unique<SingleDeviceStrategy>();
   return entry.make(*comm);
 }

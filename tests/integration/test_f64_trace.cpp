@@ -45,7 +45,7 @@ json trace_of(const std::string& config) {
   static const dbtest::WikiStream wiki = dbtest::load_wiki(kPrefixEvents);
   cli::OptionRegistry cfg = cli::depbloom_options();
   cfg.load_yaml_file(std::string(DEPBLOOM_SOURCE_DIR) + "/configs/" + config);
-  TrainerConfig tc = cli::trainer_config(cfg, Device::cpu());
+  TrainerConfig tc = cli::trainer_config(cfg.config(), Device::cpu());
   tc.dtype = DType::f64;
   Trainer trainer(wiki.stream, wiki.split, tc);
   json val = json::array();

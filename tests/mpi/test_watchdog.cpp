@@ -96,7 +96,10 @@ class StuckPeerCommunicator final : public Communicator {
   int size() const override { return 2; }
   int local_rank() const override { return 0; }
   int local_size() const override { return 2; }
-  const char* name() const override { return "stuck"; }
+  // Stands in for an MPI peer group.
+  depbloom::dist::CommunicatorKind kind() const override {
+    return depbloom::dist::CommunicatorKind::mpi;
+  }
   Device device() const override { return Device::cpu(); }
   [[noreturn]] void abort(int code, const std::string& message) override {
     depbloom::dist::detail::print_rank_message(0, 2, message);

@@ -25,9 +25,9 @@ struct TrainCommand {
 
 // The trainer settings a config asks for; config errors name the key. Checks that depend
 // on the data (node features) happen in run_train_command, once the stream is loaded.
-train::TrainerConfig trainer_config(const OptionRegistry& cfg, Device device);
+train::TrainerConfig trainer_config(const RunConfig& config, Device device);
 
 // Runs the command; returns the process exit code (errors are thrown as depbloom::Error).
-int run_train_command(OptionRegistry& cfg, const TrainCommand& cmd);
+int run_train_command(const OptionRegistry& cfg, const TrainCommand& cmd);
 
 }  // namespace depbloom::cli

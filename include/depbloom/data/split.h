@@ -8,13 +8,14 @@
 #include <string>
 #include <vector>
 
+#include "depbloom/core/name_table.h"
 #include "depbloom/data/event_stream.h"
 
 namespace depbloom::data {
 
 enum class SplitProtocol { tgn, tgl, file };
 
-SplitProtocol parse_split_protocol(const std::string& name);  // "tgn" | "tgl" | "file"
+const NameTable<SplitProtocol>& split_protocol_names();  // "tgn" | "tgl" | "file"
 const char* split_protocol_name(SplitProtocol protocol);
 
 struct SplitSpec {

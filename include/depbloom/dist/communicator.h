@@ -11,11 +11,15 @@
 #include <string>
 #include <vector>
 
+#include "depbloom/core/name_table.h"
 #include "depbloom/core/tensor.h"
 
 namespace depbloom::dist {
 
 class Watchdog;
+
+enum class CommunicatorKind : uint8_t { local, mpi, nccl };
+const NameTable<CommunicatorKind>& communicator_kind_names();  // "local", "mpi", "nccl"
 
 enum class ReduceOp : uint8_t { sum, mean };
 
@@ -105,7 +109,8 @@ class Communicator {
   // Rank and rank count among the ranks on this machine (a rank's GPU is its local rank).
   virtual int local_rank() const = 0;
   virtual int local_size() const = 0;
-  virtual const char* name() const = 0;  // "local", "mpi" or "nccl"
+  virtual CommunicatorKind kind() const = 0;
+  const char* name() const { return communicator_kind_names().name(kind()); }
   // The device this rank computes on (for NCCL: cuda:<local rank>).
   virtual Device device() const = 0;
 

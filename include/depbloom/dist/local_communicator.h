@@ -15,7 +15,7 @@ class LocalCommunicator final : public Communicator {
   int size() const override { return 1; }
   int local_rank() const override { return 0; }
   int local_size() const override { return 1; }
-  const char* name() const override { return "local"; }
+  CommunicatorKind kind() const override { return CommunicatorKind::local; }
   Device device() const override { return device_; }
   [[noreturn]] void abort(int code, const std::string& message) override;
 

@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "depbloom/core/name_table.h"
 #include "depbloom/data/event_stream.h"
 #include "depbloom/graph/temporal_csr.h"
 
@@ -47,8 +48,8 @@ class TrainNegativeSampler {
 };
 
 enum class EvalNegativeStrategy : uint8_t { random, historical, inductive };
-// "random" | "historical" | "inductive"; anything else throws ErrorKind::config.
-EvalNegativeStrategy parse_eval_negative_strategy(const std::string& name);
+// "random" | "historical" | "inductive".
+const NameTable<EvalNegativeStrategy>& eval_negative_strategy_names();
 const char* eval_negative_strategy_name(EvalNegativeStrategy strategy);
 
 // Evaluation negatives for a positive event i = (u, v, t), as destinations scored against

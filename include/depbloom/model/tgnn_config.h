@@ -4,6 +4,8 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
+#include <string>
 
 #include "depbloom/model/temporal_attention.h"  // AttentionStyle
 
@@ -57,7 +59,16 @@ struct TgnnConfig {
   int hops() const { return embedding == EmbeddingKind::attention ? layers : 0; }
 };
 
-// Checks the combination (layer counts, widths, heads); throws config errors naming keys.
+// A combination the model cannot build: the TgnnConfig field at fault ("layers") and why,
+// in the model's terms; the cli names its config key instead of the field.
+struct ConfigProblem {
+  const char* field;
+  std::string why;
+};
+
+// The first problem of the combination (layer counts, widths, heads), if any.
+std::optional<ConfigProblem> find_problem(const TgnnConfig& cfg);
+// Throws a config error "TgnnConfig.<field>: <why>" for find_problem's problem.
 void validate(const TgnnConfig& cfg);
 
 }  // namespace depbloom::model

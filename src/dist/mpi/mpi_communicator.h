@@ -73,7 +73,7 @@ class MpiCommunicator final : public Communicator {
   int size() const override { return size_; }
   int local_rank() const override { return local_rank_; }
   int local_size() const override { return local_size_; }
-  const char* name() const override { return "mpi"; }
+  CommunicatorKind kind() const override { return CommunicatorKind::mpi; }
   Device device() const override { return device_; }
   MPI_Comm comm() const { return comm_; }
   [[noreturn]] void abort(int code, const std::string& message) override;

@@ -26,7 +26,7 @@ class NcclCommunicator final : public Communicator {
   int size() const override { return mpi_->size(); }
   int local_rank() const override { return mpi_->local_rank(); }
   int local_size() const override { return mpi_->local_size(); }
-  const char* name() const override { return "nccl"; }
+  CommunicatorKind kind() const override { return CommunicatorKind::nccl; }
   Device device() const override { return Device::cuda(device_); }
   [[noreturn]] void abort(int code, const std::string& message) override;
 

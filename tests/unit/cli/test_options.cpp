@@ -55,11 +55,21 @@ TEST(Options, WrongGetterIsRuntimeError) {
 
 TEST(Options, DeclaringTwiceOrKeyAsSectionFails) {
   OptionRegistry r;
-  r.add_int("a.b", 1, "x");
-  EXPECT_THROW(r.add_int("a.b", 2, "x"), Error);
-  EXPECT_THROW(r.add_int("a", 2, "x"), Error);
-  EXPECT_THROW(r.add_int("a.b.c", 2, "x"), Error);
-  EXPECT_THROW(r.add_enum("a.e", "z", {"x", "y"}, "x"), Error);
+  auto batch = [](RunConfig & c) -> auto& {
+    return c.trainer.batch_size;
+  };
+  r.bind("a.b", batch, "x", 1);
+  EXPECT_THROW(r.bind("a.b", batch, "x", 1), Error);
+  EXPECT_THROW(r.bind("a", batch, "x", 1), Error);
+  EXPECT_THROW(r.bind("a.b.c", batch, "x", 1), Error);
+  // The field's default (600) must lie in the declared range.
+  EXPECT_THROW(r.bind("a.min", batch, "x", 1000), Error);
+  // A name table without the field's default value.
+  const NameTable<bool> only_true{{true, "on"}};
+  EXPECT_THROW(
+      r.bind(
+          "a.flag", [](RunConfig & c) -> auto& { return c.trainer.prop_time; }, only_true, "x"),
+      Error);
 }
 
 TEST(Options, YamlOverrides) {

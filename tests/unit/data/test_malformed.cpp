@@ -32,6 +32,8 @@ const Malformed kCorpus[] = {
     {"EmptyFile", "snap", "", ": the file is empty"},
     {"OnlyComments", "snap", "# nothing\n\n  \n", ": the file holds no events"},
     {"EmptyField", "csv", "a,b,c\n1,2,\n", ":2: timestamp is empty"},
+    {"CsvColumnPastRow", "csv", "a,b,c\n1,2\n",
+     ":2: data.columns.time is column 2 (0-based), but the line has 2 fields"},
     {"JodieNoHeader", "jodie", "0,1,1,0\n",
      ":1: this line looks like data, but the JODIE format starts with a header line"},
     {"JodieFeatureWidth", "jodie", "u,i,ts,label\n0,1,1,0,0.5,0.5\n0,1,2,0,0.5\n",
@@ -112,6 +114,18 @@ TEST(MalformedFiles, DetectionFailuresSayWhatToSet) {
     EXPECT_EQ(e.kind(), ErrorKind::config);
     EXPECT_NE(e.message().find("unknown format 'parquet'"), std::string::npos);
   }
+  // An empty data.columns.delimiter (what `--set data.columns.delimiter= ` gives).
+  LoadOptions no_delimiter;
+  no_delimiter.format = "csv";
+  no_delimiter.columns.delimiter = '\0';
+  try {
+    parse_event_text("a,b,c\n1,2,3\n", "csv", "x.csv", no_delimiter);
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::config);
+    EXPECT_NE(e.message().find("data.columns.delimiter: needs one character"), std::string::npos)
+        << e.message();
+  }
 }
 
 TEST(MalformedFiles, FeatureFilesMustFitTheEvents) {
@@ -140,7 +154,9 @@ TEST(MalformedFiles, FeatureFilesMustFitTheEvents) {
     load_events(dir.file("t2/ml_y.csv"), o);
     FAIL();
   } catch (const Error& e) {
-    EXPECT_NE(e.message().find("has no row for node 5"), std::string::npos) << e.message();
+    EXPECT_NE(e.message().find("has no row for node 5 of"), std::string::npos) << e.message();
+    EXPECT_NE(e.message().find(": 5 rows of node features, 6 needed"), std::string::npos)
+        << e.message();
   }
   // TGL edge features with a row count unlike the event count.
   write_text(dir.file("t3/edges.csv"), read_text(kFixtures + "/tgl/edges.csv"));

@@ -128,7 +128,7 @@ TEST(Split, FileSplitColumnIsUsed) {
   o.use_cache = false;
   const EventStream s = load_events(kFixtures + "/tgl/edges.csv", o);
   SplitSpec spec;
-  spec.protocol = parse_split_protocol("file");
+  spec.protocol = SplitProtocol::file;
   const ChronoSplit sp = make_split(s, spec);
   EXPECT_EQ(sp.train, (std::vector<int64_t>{0, 1, 2}));
   EXPECT_EQ(sp.val, (std::vector<int64_t>{3}));
@@ -145,8 +145,8 @@ TEST(Split, FileSplitColumnIsUsed) {
 }
 
 TEST(Split, BadSpecsAreConfigErrors) {
-  EXPECT_THROW(parse_split_protocol("random"), Error);
-  EXPECT_STREQ(split_protocol_name(parse_split_protocol("tgl")), "tgl");
+  EXPECT_FALSE(split_protocol_names().parse("random").has_value());
+  EXPECT_STREQ(split_protocol_name(*split_protocol_names().parse("tgl")), "tgl");
   SplitSpec spec;
   spec.val_quantile = 0.9;
   spec.test_quantile = 0.8;
