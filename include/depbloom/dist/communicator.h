@@ -102,11 +102,12 @@ class Communicator {
 
   virtual int rank() const = 0;
   virtual int size() const = 0;
-  // Rank and rank count among the ranks on this machine (a rank's GPU is its local rank).
+  // Rank and rank count among the ranks on this machine (NCCL: the GPU is local rank modulo
+  // the visible GPUs).
   virtual int local_rank() const = 0;
   virtual int local_size() const = 0;
   virtual const char* name() const = 0;  // "local", "mpi" or "nccl"
-  // The device this rank computes on (for NCCL: cuda:<local rank>).
+  // The device this rank computes on (for NCCL: cuda:<local rank mod visible GPUs>).
   virtual Device device() const = 0;
 
   // In place on `buf` (f32 or f64): every rank ends with the element-wise sum (or mean).
@@ -198,8 +199,8 @@ bool built_with_nccl();
 
 // kind "local", "mpi", "nccl", or "auto": local when not under mpirun (or one rank),
 // otherwise nccl for a CUDA device when NCCL was built in, else mpi. For nccl the rank's GPU
-// is cuda:<local rank> whatever device.index says; for mpi and local it is `device`.
-// An unknown kind or one not compiled in is an error naming it.
+// is cuda:<local rank mod visible GPUs> whatever device.index says; for mpi and local it is
+// `device`. An unknown kind or one not compiled in is an error naming it.
 std::unique_ptr<Communicator> make_communicator(const std::string& kind, Device device);
 // The kind "auto" resolves to.
 std::string auto_communicator_kind(Device device);

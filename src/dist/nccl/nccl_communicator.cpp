@@ -68,17 +68,19 @@ class NcclPending final : public detail::PendingCollective {
 }  // namespace
 
 NcclCommunicator::NcclCommunicator() : mpi_(std::make_unique<MpiCommunicator>(Device::cpu())) {
-  device_ = mpi_->local_rank();
-  // Every rank says whether it can take part before any of them enters NCCL's init (which
-  // would wait forever for a rank that gave up): the GPU exists, and on rank 0 the id.
-  std::string problem;
+  // Local rank modulo the visible GPUs: with one GPU per node for each rank it is the local
+  // rank; where the launcher shows each rank only its own GPU (srun --gpus-per-task=1,
+  // CUDA_VISIBLE_DEVICES per rank) every rank takes its one visible device, cuda:0.
   const int gpus = backend::cuda_device_count();
-  if (device_ >= gpus) {
+  device_ = gpus > 0 ? mpi_->local_rank() % gpus : 0;
+  // Every rank says whether it can take part before any of them enters NCCL's init (which
+  // would wait forever for a rank that gave up): a GPU is visible, and on rank 0 the id.
+  // Two ranks on one GPU are NCCL's own error in init, raised on every rank.
+  std::string problem;
+  if (gpus == 0) {
     problem = fmt::format(
-        "local rank {} has no GPU of its own ({} GPU(s) on this machine); NCCL needs one GPU "
-        "per rank and refuses two ranks on one GPU: start at most {} ranks per machine, or use "
-        "the mpi communicator",
-        device_, gpus, gpus);
+        "local rank {} sees no GPU; NCCL needs one GPU per rank (use the mpi communicator)",
+        mpi_->local_rank());
   }
   ncclUniqueId id{};
   if (problem.empty() && mpi_->rank() == 0) {

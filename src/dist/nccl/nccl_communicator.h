@@ -1,4 +1,4 @@
-// Internal: the NCCL communicator. One process per GPU (the GPU is the rank's local rank);
+// Internal: the NCCL communicator. One process per GPU (local rank modulo the visible GPUs);
 // the NCCL unique id is broadcast over an MPI communicator that it also uses for barriers
 // and for collectives on CPU tensors. Blocking forms queue on the backend's current
 // stream; non-blocking forms run on a communication stream ordered after the current one by
