@@ -85,12 +85,10 @@ void copy_bytes(void* dst, Device dst_device, const void* src, Device src_device
   if (bytes == 0) return;
   if (dst_device.is_cpu() && src_device.is_cpu()) {
     std::memcpy(dst, src, bytes);
-  } else if (dst_device.is_cuda() && src_device.is_cpu()) {
-    device_memcpy(dst, src, bytes, 0);
-  } else if (dst_device.is_cpu() && src_device.is_cuda()) {
-    device_memcpy(dst, src, bytes, 1);
   } else {
-    device_memcpy(dst, src, bytes, 2);
+    const int kind = src_device.is_cpu() ? 0 : dst_device.is_cpu() ? 1 : 2;
+    device_memcpy(dst, dst_device.is_cpu() ? -1 : dst_device.index, src,
+                  src_device.is_cpu() ? -1 : src_device.index, bytes, kind);
   }
 }
 

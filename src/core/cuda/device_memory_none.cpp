@@ -15,7 +15,8 @@ void* device_malloc(size_t bytes, int device) {
 
 void device_free(void* /*p*/, int /*device*/) noexcept {}
 
-void device_memcpy(void* /*dst*/, const void* /*src*/, size_t bytes, int /*kind*/) {
+void device_memcpy(void* /*dst*/, int /*dst_device*/, const void* /*src*/, int /*src_device*/,
+                   size_t bytes, int /*kind*/) {
   DB_THROW(runtime, "cannot copy {} bytes to or from a GPU: DepBloom was built without CUDA",
            bytes);
 }
