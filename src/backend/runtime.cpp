@@ -66,6 +66,9 @@ int cuda_device_count() {
   return 0;
 }
 void synchronize(int /*device*/) {}
+int64_t host_waits() {
+  return 0;
+}
 #endif
 
 }  // namespace depbloom::backend

@@ -16,9 +16,14 @@ MemoryCounters& memory_counters() {
   return counters;
 }
 
-Buffer::Buffer(size_t bytes, Device device) : bytes_(bytes), device_(device) {
+Buffer::Buffer(size_t bytes, Device device, HostMemory host)
+    : bytes_(bytes), device_(device), pinned_(device.is_cpu() && host == HostMemory::pinned) {
   if (bytes == 0) return;
-  if (device.is_cpu()) {
+  if (pinned_) {
+    data_ = pinned_malloc(bytes);
+    memory_counters().host_bytes += static_cast<int64_t>(bytes);
+    memory_counters().host_allocations += 1;
+  } else if (device.is_cpu()) {
     // 256 bytes: the arena's alignment promise holds for chunk bases too, and rows of
     // float tensors start on cache-line and SIMD boundaries.
     size_t rounded = (bytes + 255) / 256 * 256;
@@ -40,7 +45,8 @@ Buffer::~Buffer() {
 Buffer::Buffer(Buffer&& o) noexcept
     : data_(std::exchange(o.data_, nullptr)),
       bytes_(std::exchange(o.bytes_, 0)),
-      device_(o.device_) {}
+      device_(o.device_),
+      pinned_(o.pinned_) {}
 
 Buffer& Buffer::operator=(Buffer&& o) noexcept {
   if (this != &o) {
@@ -48,6 +54,7 @@ Buffer& Buffer::operator=(Buffer&& o) noexcept {
     data_ = std::exchange(o.data_, nullptr);
     bytes_ = std::exchange(o.bytes_, 0);
     device_ = o.device_;
+    pinned_ = o.pinned_;
   }
   return *this;
 }
@@ -55,7 +62,11 @@ Buffer& Buffer::operator=(Buffer&& o) noexcept {
 void Buffer::release() noexcept {
   if (data_ == nullptr) return;
   if (device_.is_cpu()) {
-    std::free(data_);
+    if (pinned_) {
+      pinned_free(data_);
+    } else {
+      std::free(data_);
+    }
     memory_counters().host_bytes -= static_cast<int64_t>(bytes_);
   } else {
     device_free(data_, device_.index);

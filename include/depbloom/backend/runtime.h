@@ -3,6 +3,7 @@
 // here works in a CPU-only build (the CUDA queries then report "no GPU").
 #pragma once
 
+#include <cstdint>
 #include <string>
 
 namespace depbloom::backend {
@@ -22,5 +23,11 @@ bool tf32();
 
 // Wait for all work queued on the calling thread's stream of `device` (no-op on the CPU).
 void synchronize(int device = 0);
+
+// Host waits for a GPU so far, all threads and devices: every time the CUDA backend blocked the
+// host until a stream or the device caught up (a copy to or from pageable host memory, a
+// synchronize, a workspace that grew, a communicator's wait). The trainer reports it per
+// training step, where one (the loss read) is the goal. 0 on the CPU.
+int64_t host_waits();
 
 }  // namespace depbloom::backend

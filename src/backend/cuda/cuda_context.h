@@ -9,6 +9,10 @@
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
 
+namespace depbloom::kernels {
+struct IndexFault;
+}
+
 namespace depbloom::backend {
 
 // Makes `device` the calling thread's current CUDA device (cudaSetDevice only when it
@@ -49,5 +53,18 @@ cublasHandle_t cublas_handle(int device);
 // may reuse it freely. The buffer only grows (after a warm-up step nothing is allocated);
 // growing first waits for the stream, because queued kernels may still use the old one.
 void* workspace(int device, size_t bytes);
+
+// The calling thread's IndexFault record on `device` (device memory, zeroed once), where its
+// gather/scatter kernels record an index past their table (kernels/gather_scatter.cuh).
+kernels::IndexFault* index_fault(int device);
+
+// The one way the backend waits on the host for a stream of `device`: counts the wait (see
+// backend::host_waits), then throws, naming the op, if the thread's kernels recorded an index
+// fault; that is the next host synchronisation after the faulty kernel, as the host cannot
+// learn of it sooner without waiting.
+void wait_stream(int device, cudaStream_t stream);
+
+// Counts a host wait made by a polling loop outside the backend (NCCL's waits).
+void count_host_wait();
 
 }  // namespace depbloom::backend

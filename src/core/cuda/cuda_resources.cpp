@@ -92,6 +92,17 @@ void device_free(void* p, int device) noexcept {
   if (e != cudaSuccess) log_cuda_failure("cudaFree", e);
 }
 
+void* pinned_malloc(size_t bytes) {
+  void* p = nullptr;
+  DB_CHECK_CUDA(cudaHostAlloc(&p, bytes, cudaHostAllocPortable));
+  return p;
+}
+
+void pinned_free(void* p) noexcept {
+  cudaError_t e = cudaFreeHost(p);
+  if (e != cudaSuccess) log_cuda_failure("cudaFreeHost", e);
+}
+
 namespace {
 // Waits on the host for every stream of `device`, of every thread.
 void wait_for_device(int device) {

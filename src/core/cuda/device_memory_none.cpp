@@ -15,6 +15,12 @@ void* device_malloc(size_t bytes, int device) {
 
 void device_free(void* /*p*/, int /*device*/) noexcept {}
 
+void* pinned_malloc(size_t bytes) {
+  DB_THROW(runtime, "cannot pin {} bytes of host memory: DepBloom was built without CUDA", bytes);
+}
+
+void pinned_free(void* /*p*/) noexcept {}
+
 void device_memcpy(void* /*dst*/, int /*dst_device*/, const void* /*src*/, int /*src_device*/,
                    size_t bytes, int /*kind*/) {
   DB_THROW(runtime, "cannot copy {} bytes to or from a GPU: DepBloom was built without CUDA",
