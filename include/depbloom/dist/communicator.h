@@ -7,15 +7,15 @@
 
 #include <array>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
 
 #include "depbloom/core/tensor.h"
+#include "depbloom/dist/watchdog.h"
 
 namespace depbloom::dist {
-
-class Watchdog;
 
 enum class ReduceOp : uint8_t { sum, mean };
 
@@ -163,6 +163,15 @@ class Communicator {
   virtual CommHandle do_iall_reduce(const Tensor& buf, ReduceOp op) = 0;
   virtual CommHandle do_iall_gather_v(const Tensor& send, const Tensor& recv,
                                       const std::vector<int64_t>& counts) = 0;
+
+  // For implementations whose collectives finish on a device after the call returns: the
+  // watchdog's probe of them (see Watchdog::set_probe); none by default.
+  virtual std::function<bool(Watchdog::Unfinished*)> device_probe() { return {}; }
+  // Whether a timeout is set (a watchdog runs); the number of the collective in progress.
+  bool watched() const { return watchdog_ != nullptr; }
+  int64_t collective_seq() const { return seq_; }
+  // Stops the watchdog: an implementation's destructor calls it before its probe's state goes.
+  void stop_watchdog() { watchdog_.reset(); }
 
  private:
   void check_all_reduce(const char* op, const Tensor& buf) const;

@@ -34,7 +34,8 @@ ncclDataType_t nccl_type(DType t) {
 }
 
 // One non-blocking collective queued on the communication stream; `done` is recorded after
-// it. wait() makes the caller's current stream wait for `done` (device-side).
+// it. wait() makes the caller's current stream wait for `done` (device-side); the watchdog's
+// probe watches it until it finishes (track()), so a wait that never ends still times out.
 class NcclPending final : public detail::PendingCollective {
  public:
   NcclPending(NcclCommunicator* comm, cudaEvent_t done, int device)
@@ -104,12 +105,14 @@ NcclCommunicator::NcclCommunicator() : mpi_(std::make_unique<MpiCommunicator>(De
 }
 
 NcclCommunicator::~NcclCommunicator() {
+  stop_watchdog();  // its thread polls the events and comm_ below
   if (comm_ != nullptr) {
     ncclResult_t r = ncclCommDestroy(comm_);
     if (r != ncclSuccess)
       std::fprintf(stderr, "depbloom: ncclCommDestroy failed: %s\n", ncclGetErrorString(r));
   }
   for (cudaEvent_t e : all_events_) cudaEventDestroy(e);
+  for (cudaEvent_t e : track_events_) cudaEventDestroy(e);
 }
 
 void NcclCommunicator::check_async_error() const {
@@ -122,6 +125,7 @@ void NcclCommunicator::check_async_error() const {
 }
 
 void NcclCommunicator::wait_stream(cudaStream_t stream) const {
+  backend::count_host_wait();
   for (;;) {
     cudaError_t e = cudaStreamQuery(stream);
     if (e == cudaSuccess) return;
@@ -141,6 +145,56 @@ cudaEvent_t NcclCommunicator::acquire_event() {
   DB_CHECK_CUDA(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
   all_events_.push_back(e);
   return e;
+}
+
+void NcclCommunicator::track(cudaStream_t s, const char* what) {
+  if (!watched()) return;
+  std::lock_guard<std::mutex> lock(queued_mu_);
+  cudaEvent_t e = nullptr;
+  if (track_free_.empty()) {
+    DB_CHECK_CUDA(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
+    track_events_.push_back(e);
+  } else {
+    e = track_free_.back();
+    track_free_.pop_back();
+  }
+  DB_CHECK_CUDA(cudaEventRecord(e, s));
+  queued_.push_back(Queued{e, what, collective_seq(), std::chrono::steady_clock::now()});
+}
+
+std::function<bool(Watchdog::Unfinished*)> NcclCommunicator::device_probe() {
+  return [this](Watchdog::Unfinished* oldest) { return oldest_unfinished(oldest); };
+}
+
+// On the watchdog's thread: a failed peer shows as NCCL's asynchronous error, a stopped one
+// as a collective that never finishes (the watchdog times it from when it was queued).
+bool NcclCommunicator::oldest_unfinished(Watchdog::Unfinished* oldest) {
+  std::lock_guard<std::mutex> lock(queued_mu_);
+  if (queued_.empty()) return false;
+  ncclResult_t async = ncclSuccess;
+  if (ncclCommGetAsyncError(comm_, &async) == ncclSuccess && async != ncclSuccess &&
+      async != ncclInProgress) {
+    abort(kTimeoutExitCode,
+          fmt::format("NCCL asynchronous error in {} (collective #{}): {}", queued_.front().what,
+                      queued_.front().seq, ncclGetErrorString(async)));
+  }
+  cudaSetDevice(device_);  // this thread's own device setting, for the queries below
+  while (!queued_.empty()) {
+    const cudaError_t e = cudaEventQuery(queued_.front().done);
+    if (e == cudaErrorNotReady) break;
+    if (e != cudaSuccess) {
+      abort(kTimeoutExitCode,
+            fmt::format("CUDA error after {} (collective #{}): {}", queued_.front().what,
+                        queued_.front().seq, cudaGetErrorString(e)));
+    }
+    track_free_.push_back(queued_.front().done);
+    queued_.pop_front();
+  }
+  if (queued_.empty()) return false;
+  oldest->what = queued_.front().what;
+  oldest->seq = queued_.front().seq;
+  oldest->since = queued_.front().since;
+  return true;
 }
 
 cudaStream_t NcclCommunicator::stream_for(const Tensor& t, const char* op) const {
@@ -164,6 +218,7 @@ void NcclCommunicator::do_all_reduce(const Tensor& buf, ReduceOp op) {
   DB_CHECK_NCCL(ncclAllReduce(buf.raw(), buf.raw(), static_cast<size_t>(buf.numel()),
                               nccl_type(buf.dtype()), op == ReduceOp::mean ? ncclAvg : ncclSum,
                               comm_, s));
+  track(s, "all_reduce (queued on the GPU)");
 }
 
 void NcclCommunicator::do_all_gather(const Tensor& send, const Tensor& recv) {
@@ -173,6 +228,7 @@ void NcclCommunicator::do_all_gather(const Tensor& send, const Tensor& recv) {
   check_async_error();
   DB_CHECK_NCCL(ncclAllGather(send.raw(), recv.raw(), static_cast<size_t>(send.numel()),
                               nccl_type(send.dtype()), comm_, s));
+  track(s, "all_gather (queued on the GPU)");
 }
 
 void NcclCommunicator::queue_all_gather_v(const Tensor& send, const Tensor& recv,
@@ -204,6 +260,7 @@ void NcclCommunicator::do_all_gather_v(const Tensor& send, const Tensor& recv,
   cudaStream_t s = stream_for(recv, "all_gather_v");
   check_async_error();
   queue_all_gather_v(send, recv, counts, s);
+  track(s, "all_gather_v (queued on the GPU)");
 }
 
 void NcclCommunicator::do_broadcast(const Tensor& buf, int root) {
@@ -213,6 +270,7 @@ void NcclCommunicator::do_broadcast(const Tensor& buf, int root) {
   check_async_error();
   DB_CHECK_NCCL(ncclBroadcast(buf.raw(), buf.raw(), static_cast<size_t>(buf.numel()),
                               nccl_type(buf.dtype()), root, comm_, s));
+  track(s, "broadcast (queued on the GPU)");
 }
 
 void NcclCommunicator::do_barrier() {
@@ -233,6 +291,7 @@ CommHandle NcclCommunicator::do_iall_reduce(const Tensor& buf, ReduceOp op) {
   cudaEvent_t done = acquire_event();
   auto pending = std::make_unique<NcclPending>(this, done, device_);
   DB_CHECK_CUDA(cudaEventRecord(done, s));
+  track(s, "iall_reduce (queued on the GPU)");
   return CommHandle(std::move(pending));
 }
 
@@ -245,6 +304,7 @@ CommHandle NcclCommunicator::do_iall_gather_v(const Tensor& send, const Tensor& 
   cudaEvent_t done = acquire_event();
   auto pending = std::make_unique<NcclPending>(this, done, device_);
   DB_CHECK_CUDA(cudaEventRecord(done, s));
+  track(s, "iall_gather_v (queued on the GPU)");
   return CommHandle(std::move(pending));
 }
 
