@@ -30,4 +30,28 @@ void synchronize(int device = 0);
 // training step, where one (the loss read) is the goal. 0 on the CPU.
 int64_t host_waits();
 
+// A point in the calling thread's stream of a GPU, so that the host can later make sure the
+// stream has passed it (say, before reusing pinned memory that copies queued before it
+// read). Move-only; no-ops on the CPU.
+class StreamMark {
+ public:
+  StreamMark() = default;
+  ~StreamMark();
+  StreamMark(StreamMark&& o) noexcept;
+  StreamMark& operator=(StreamMark&& o) noexcept;
+  StreamMark(const StreamMark&) = delete;
+  StreamMark& operator=(const StreamMark&) = delete;
+
+  // Marks the current end of the calling thread's stream on GPU `device`.
+  void record(int device);
+  // Returns once the stream has passed the mark: at once (and no host wait counted) when it
+  // already has, or when nothing was recorded.
+  void wait();
+
+ private:
+  void* event_ = nullptr;  // a cudaEvent_t
+  int device_ = -1;
+  bool recorded_ = false;
+};
+
 }  // namespace depbloom::backend

@@ -118,6 +118,11 @@ cublasHandle_t cublas_handle(int device) {
   return ctx.cublas.get();
 }
 
+void copy_to_device_async(void* dst, const void* pinned_src, size_t bytes, int device) {
+  DB_CHECK_CUDA(
+      cudaMemcpyAsync(dst, pinned_src, bytes, cudaMemcpyHostToDevice, enter_device(device)));
+}
+
 void* workspace(int device, size_t bytes) {
   DeviceContext& ctx = context(device);
   cudaStream_t s = ctx.stream();
@@ -148,6 +153,7 @@ kernels::IndexFault* index_fault(int device) {
     ctx.fault_host = Buffer(bytes, Device::cpu(), HostMemory::pinned);
     make_current(device);
     DB_CHECK_CUDA(cudaMemset(ctx.fault.data(), 0, bytes));
+    count_host_wait();
     DB_CHECK_CUDA(cudaDeviceSynchronize());  // once per thread and device: plain memset is fine
   }
   return static_cast<kernels::IndexFault*>(ctx.fault.data());
@@ -198,6 +204,45 @@ void synchronize(int device) {
 
 int64_t host_waits() {
   return g_host_waits.load(std::memory_order_relaxed);
+}
+
+StreamMark::~StreamMark() {
+  if (event_ != nullptr) cudaEventDestroy(static_cast<cudaEvent_t>(event_));
+}
+StreamMark::StreamMark(StreamMark&& o) noexcept
+    : event_(std::exchange(o.event_, nullptr)), device_(o.device_), recorded_(o.recorded_) {}
+StreamMark& StreamMark::operator=(StreamMark&& o) noexcept {
+  if (this != &o) {
+    if (event_ != nullptr) cudaEventDestroy(static_cast<cudaEvent_t>(event_));
+    event_ = std::exchange(o.event_, nullptr);
+    device_ = o.device_;
+    recorded_ = o.recorded_;
+  }
+  return *this;
+}
+
+void StreamMark::record(int device) {
+  cudaStream_t s = enter_device(device);
+  if (event_ == nullptr) {
+    cudaEvent_t e = nullptr;
+    DB_CHECK_CUDA(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
+    event_ = e;
+  }
+  device_ = device;
+  DB_CHECK_CUDA(cudaEventRecord(static_cast<cudaEvent_t>(event_), s));
+  recorded_ = true;
+}
+
+void StreamMark::wait() {
+  if (!recorded_) return;
+  auto e = static_cast<cudaEvent_t>(event_);
+  const cudaError_t q = cudaEventQuery(e);
+  if (q != cudaErrorNotReady) {
+    DB_CHECK_CUDA(q);
+    return;
+  }
+  g_host_waits.fetch_add(1, std::memory_order_relaxed);
+  DB_CHECK_CUDA(cudaEventSynchronize(e));
 }
 
 }  // namespace depbloom::backend

@@ -47,6 +47,11 @@ class StreamScope {
 // math mode that backend::tf32() asks for (TF32 tensor ops, or exact FP32).
 cublasHandle_t cublas_handle(int device);
 
+// Queues a copy of `bytes` from pinned host memory to `dst` on GPU `device` on the calling
+// thread's current stream, and returns at once: the source must stay unchanged until the
+// stream has run it.
+void copy_to_device_async(void* dst, const void* pinned_src, size_t bytes, int device);
+
 // Scratch device memory for one op on the current stream of `device` (at least `bytes`,
 // 256-byte aligned). Valid for work queued on that stream until the next workspace() call
 // of this thread for the same device and stream; ops on one stream run in order, so an op
