@@ -50,7 +50,6 @@ class StreamMark {
 
  private:
   void* event_ = nullptr;  // a cudaEvent_t
-  int device_ = -1;
   bool recorded_ = false;
 };
 

@@ -210,12 +210,11 @@ StreamMark::~StreamMark() {
   if (event_ != nullptr) cudaEventDestroy(static_cast<cudaEvent_t>(event_));
 }
 StreamMark::StreamMark(StreamMark&& o) noexcept
-    : event_(std::exchange(o.event_, nullptr)), device_(o.device_), recorded_(o.recorded_) {}
+    : event_(std::exchange(o.event_, nullptr)), recorded_(o.recorded_) {}
 StreamMark& StreamMark::operator=(StreamMark&& o) noexcept {
   if (this != &o) {
     if (event_ != nullptr) cudaEventDestroy(static_cast<cudaEvent_t>(event_));
     event_ = std::exchange(o.event_, nullptr);
-    device_ = o.device_;
     recorded_ = o.recorded_;
   }
   return *this;
@@ -228,7 +227,6 @@ void StreamMark::record(int device) {
     DB_CHECK_CUDA(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
     event_ = e;
   }
-  device_ = device;
   DB_CHECK_CUDA(cudaEventRecord(static_cast<cudaEvent_t>(event_), s));
   recorded_ = true;
 }
