@@ -156,7 +156,8 @@ step host_waits 90 "$bin/depbloom-train" "${quick[@]}" --set train.epoch=2 \
 if [[ -f $logs/runs/host_waits/metrics.jsonl ]]; then
   python3 - "$logs/runs/host_waits/metrics.jsonl" <<'EOF' | tee -a "$summary"
 import json, sys
-waits = [json.loads(l).get("host_waits_per_step") for l in open(sys.argv[1])]
+lines = [json.loads(l) for l in open(sys.argv[1])]
+waits = [j.get("host_waits_per_step") for j in lines if "epoch" in j]
 print("host waits per training step, by epoch: %s (goal: 1, the loss read)"
       % ", ".join("%.2f" % w if w is not None else "missing" for w in waits))
 EOF
