@@ -3,9 +3,13 @@
 // events, all-gather-v as one group of broadcasts, asynchronous errors polled in waits.
 #include "dist/nccl/nccl_communicator.h"
 
+#include <unistd.h>
+
+#include <array>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <thread>
 
 #include "backend/cuda/cuda_context.h"
@@ -66,6 +70,37 @@ class NcclPending final : public detail::PendingCollective {
   bool done_ = false;
 };
 
+// This rank's GPU as "host/PCI bus id" in a fixed-size record ("" when it has none).
+constexpr size_t kGpuKeyBytes = 320;
+std::array<char, kGpuKeyBytes> gpu_key(int device, bool has_gpu) {
+  std::array<char, kGpuKeyBytes> key{};
+  if (!has_gpu) return key;
+  char host[256] = {};
+  char bus[32] = {};
+  gethostname(host, sizeof host - 1);
+  if (cudaDeviceGetPCIBusId(bus, sizeof bus, device) != cudaSuccess) return key;
+  std::snprintf(key.data(), key.size(), "%s/%s", host, bus);
+  return key;
+}
+
+// NCCL refuses two ranks on one GPU, deep in its init; comparing every rank's GPU first gives
+// every rank the same clear refusal. Empty when this rank's GPU is its own.
+std::string shared_gpu_problem(MpiCommunicator& mpi, int device, bool has_gpu) {
+  const auto mine = gpu_key(device, has_gpu);
+  std::vector<char> all(kGpuKeyBytes * static_cast<size_t>(mpi.size()));
+  mpi.all_gather(Tensor(const_cast<char*>(mine.data()), DType::u8, Shape(kGpuKeyBytes)),
+                 Tensor(all.data(), DType::u8, Shape(static_cast<int64_t>(all.size()))));
+  for (int r = 0; r < mpi.size(); ++r) {
+    const char* other = all.data() + kGpuKeyBytes * static_cast<size_t>(r);
+    if (r != mpi.rank() && mine[0] != '\0' && std::strncmp(mine.data(), other, kGpuKeyBytes) == 0)
+      return fmt::format(
+          "rank {} and rank {} share GPU {}; NCCL needs one GPU per rank: start at most one rank "
+          "per GPU, or use the mpi communicator",
+          mpi.rank(), r, mine.data());
+  }
+  return {};
+}
+
 }  // namespace
 
 NcclCommunicator::NcclCommunicator() : mpi_(std::make_unique<MpiCommunicator>(Device::cpu())) {
@@ -75,9 +110,8 @@ NcclCommunicator::NcclCommunicator() : mpi_(std::make_unique<MpiCommunicator>(De
   const int gpus = backend::cuda_device_count();
   device_ = gpus > 0 ? mpi_->local_rank() % gpus : 0;
   // Every rank says whether it can take part before any of them enters NCCL's init (which
-  // would wait forever for a rank that gave up): a GPU is visible, and on rank 0 the id.
-  // Two ranks on one GPU are NCCL's own error in init, raised on every rank.
-  std::string problem;
+  // would wait forever for a rank that gave up): a GPU of its own, and on rank 0 the id.
+  std::string problem = shared_gpu_problem(*mpi_, device_, gpus > 0);
   if (gpus == 0) {
     problem = fmt::format(
         "local rank {} sees no GPU; NCCL needs one GPU per rank (use the mpi communicator)",
