@@ -14,6 +14,7 @@ using detail::global_thread;
 using detail::grid_for;
 using detail::grid_threads;
 using detail::kBlock;
+using detail::with_index_type;
 
 template <class T>
 __global__ void fill_kernel(T* x, int64_t n, T value) {
@@ -39,9 +40,11 @@ __global__ void mul_kernel(float* out, const float* a, const float* b, int64_t n
   for (int64_t i = global_thread(); i < n; i += grid_threads()) out[i] = a[i] * b[i];
 }
 
-__global__ void bias_add_kernel(float* y, const float* bias, int64_t rows, int64_t cols) {
-  const int64_t n = rows * cols;
-  for (int64_t i = global_thread(); i < n; i += grid_threads()) y[i] += bias[i % cols];
+// I: the index type (with_index_type), so the column is a 32-bit remainder when it can be.
+template <class I>
+__global__ void bias_add_kernel(float* y, const float* bias, I n, I cols) {
+  for (I i = static_cast<I>(global_thread()); i < n; i += static_cast<I>(grid_threads()))
+    y[i] += bias[i % cols];
 }
 
 __device__ __forceinline__ float sigmoid(float x) {
@@ -110,11 +113,12 @@ cudaError_t with_act(ActKind act, const Fn& fn) {
 
 // The keep decision compares in double, exactly as the CPU's `uniform_float(bits) >= p`
 // with p a double: a float-rounded p could flip draws that fall between the two values.
-__global__ void dropout_forward_kernel(float* y, uint8_t* keep, const float* x, int64_t n,
-                                       int64_t row_size, double p, float inv_keep, RngKey key,
-                                       uint64_t first_row, const int64_t* row_ids) {
-  for (int64_t i = global_thread(); i < n; i += grid_threads()) {
-    const int64_t r = i / row_size;
+template <class I>
+__global__ void dropout_forward_kernel(float* y, uint8_t* keep, const float* x, I n, I row_size,
+                                       double p, float inv_keep, RngKey key, uint64_t first_row,
+                                       const int64_t* row_ids) {
+  for (I i = static_cast<I>(global_thread()); i < n; i += static_cast<I>(grid_threads())) {
+    const I r = i / row_size;
     const uint64_t row = row_ids != nullptr ? static_cast<uint64_t>(row_ids[r])
                                             : first_row + static_cast<uint64_t>(r);
     const auto lane = static_cast<uint32_t>(i % row_size);
@@ -132,12 +136,12 @@ __global__ void dropout_backward_kernel(float* dx, const float* dy, const uint8_
 
 // The phase is rounded exactly as the CPU's `dt * w + b` (a product, then a sum): a fused
 // multiply-add would round once, and for large dt * w the cosine of the two differs visibly.
+template <class I>
 __global__ void time_encode_forward_kernel(float* out, const float* dt, const float* w,
-                                           const float* b, int64_t rows, int64_t dims) {
-  const int64_t n = rows * dims;
-  for (int64_t i = global_thread(); i < n; i += grid_threads()) {
-    const int64_t r = i / dims;
-    const int64_t d = i - r * dims;
+                                           const float* b, I n, I dims) {
+  for (I i = static_cast<I>(global_thread()); i < n; i += static_cast<I>(grid_threads())) {
+    const I r = i / dims;
+    const I d = i - r * dims;
     out[i] = cosf(__fadd_rn(__fmul_rn(dt[r], w[d]), b[d]));
   }
 }
@@ -190,8 +194,13 @@ cudaError_t mul(float* out, const float* a, const float* b, int64_t n, cudaStrea
 
 cudaError_t bias_add(float* y, const float* bias, int64_t rows, int64_t cols, cudaStream_t stream) {
   if (rows <= 0 || cols <= 0) return cudaSuccess;
-  bias_add_kernel<<<grid_for(rows * cols), kBlock, 0, stream>>>(y, bias, rows, cols);
-  return cudaGetLastError();
+  const int64_t n = rows * cols;
+  return with_index_type(n, [&](auto index) {
+    using I = decltype(index);
+    bias_add_kernel<<<grid_for(n), kBlock, 0, stream>>>(y, bias, static_cast<I>(n),
+                                                        static_cast<I>(cols));
+    return cudaGetLastError();
+  });
 }
 
 cudaError_t act_forward(ActKind act, float* y, const float* x, int64_t n, float slope,
@@ -218,9 +227,13 @@ cudaError_t dropout_forward(float* y, uint8_t* keep, const float* x, int64_t n, 
                             const int64_t* row_ids, cudaStream_t stream) {
   if (n <= 0) return cudaSuccess;
   if (row_size <= 0) return cudaErrorInvalidValue;
-  dropout_forward_kernel<<<grid_for(n), kBlock, 0, stream>>>(y, keep, x, n, row_size, p, inv_keep,
-                                                             key, first_row, row_ids);
-  return cudaGetLastError();
+  return with_index_type(n, [&](auto index) {
+    using I = decltype(index);
+    dropout_forward_kernel<<<grid_for(n), kBlock, 0, stream>>>(y, keep, x, static_cast<I>(n),
+                                                               static_cast<I>(row_size), p,
+                                                               inv_keep, key, first_row, row_ids);
+    return cudaGetLastError();
+  });
 }
 
 cudaError_t dropout_backward(float* dx, const float* dy, const uint8_t* keep, int64_t n,
@@ -233,9 +246,13 @@ cudaError_t dropout_backward(float* dx, const float* dy, const uint8_t* keep, in
 cudaError_t time_encode_forward(float* out, const float* dt, const float* w, const float* b,
                                 int64_t rows, int64_t dims, cudaStream_t stream) {
   if (rows <= 0 || dims <= 0) return cudaSuccess;
-  time_encode_forward_kernel<<<grid_for(rows * dims), kBlock, 0, stream>>>(out, dt, w, b, rows,
-                                                                           dims);
-  return cudaGetLastError();
+  const int64_t n = rows * dims;
+  return with_index_type(n, [&](auto index) {
+    using I = decltype(index);
+    time_encode_forward_kernel<<<grid_for(n), kBlock, 0, stream>>>(out, dt, w, b, static_cast<I>(n),
+                                                                   static_cast<I>(dims));
+    return cudaGetLastError();
+  });
 }
 
 cudaError_t bce_backward(float* dlogits, const float* logits, const float* targets, int64_t n,

@@ -1,16 +1,22 @@
 // Row gather, atomic row scatter-add, row scatter, and column concat/split. Blocks of
 // 32 x 8 threads: each threadIdx.y takes a row, its 32 lanes stride over the columns, so
 // every row is read and written in coalesced 128-byte pieces and each index is loaded
-// once per row.
+// once per row. A table of width 1 gets one thread per row instead (32 lanes for one
+// column would leave 31 idle). Indices past the table are recorded (detail/index_fault.cuh).
 #include "gather_scatter.cuh"
 
+#include "detail/index_fault.cuh"
 #include "detail/launch.cuh"
 
 namespace depbloom::kernels {
 namespace {
 
+using detail::global_thread;
 using detail::grid_for;
+using detail::grid_threads;
+using detail::kBlock;
 using detail::kWarp;
+using detail::past_table;
 
 constexpr int kRowsPerBlock = 8;
 const dim3 kRowBlock(kWarp, kRowsPerBlock);
@@ -24,11 +30,11 @@ __device__ __forceinline__ int64_t row_stride() {
 
 template <class Index>
 __global__ void gather_rows_kernel(float* out, const float* src, const Index* idx, int64_t n,
-                                   int64_t width, int64_t src_rows) {
+                                   int64_t width, int64_t src_rows, IndexFault* fault) {
   for (int64_t i = first_row(); i < n; i += row_stride()) {
     const auto row = static_cast<int64_t>(idx[i]);
     float* o = out + i * width;
-    if (row < 0 || row >= src_rows) {
+    if (row < 0 || past_table(fault, kGatherRows, row, src_rows)) {
       for (int64_t c = threadIdx.x; c < width; c += kWarp) o[c] = 0.0f;
     } else {
       const float* s = src + row * width;
@@ -37,12 +43,22 @@ __global__ void gather_rows_kernel(float* out, const float* src, const Index* id
   }
 }
 
+// Width 1: one thread per row, coalesced over the rows.
+template <class Index>
+__global__ void gather_column_kernel(float* out, const float* src, const Index* idx, int64_t n,
+                                     int64_t src_rows, IndexFault* fault) {
+  for (int64_t i = global_thread(); i < n; i += grid_threads()) {
+    const auto row = static_cast<int64_t>(idx[i]);
+    out[i] = row < 0 || past_table(fault, kGatherRows, row, src_rows) ? 0.0f : src[row];
+  }
+}
+
 template <class Index>
 __global__ void scatter_add_atomic_kernel(float* dst, const float* src, const Index* idx, int64_t n,
-                                          int64_t width, int64_t dst_rows) {
+                                          int64_t width, int64_t dst_rows, IndexFault* fault) {
   for (int64_t i = first_row(); i < n; i += row_stride()) {
     const auto row = static_cast<int64_t>(idx[i]);
-    if (row < 0 || row >= dst_rows) continue;
+    if (row < 0 || past_table(fault, kScatterAddRows, row, dst_rows)) continue;
     float* d = dst + row * width;
     const float* s = src + i * width;
     for (int64_t c = threadIdx.x; c < width; c += kWarp) atomicAdd(d + c, s[c]);
@@ -53,10 +69,10 @@ __global__ void scatter_add_atomic_kernel(float* dst, const float* src, const In
 // reach memory wins (unspecified).
 template <class Index>
 __global__ void scatter_rows_kernel(float* dst, const float* src, const Index* idx, int64_t n,
-                                    int64_t width, int64_t dst_rows) {
+                                    int64_t width, int64_t dst_rows, IndexFault* fault) {
   for (int64_t i = first_row(); i < n; i += row_stride()) {
     const auto row = static_cast<int64_t>(idx[i]);
-    if (row < 0 || row >= dst_rows) continue;
+    if (row < 0 || past_table(fault, kScatterRows, row, dst_rows)) continue;
     float* d = dst + row * width;
     const float* s = src + i * width;
     for (int64_t c = threadIdx.x; c < width; c += kWarp) d[c] = s[c];
@@ -88,28 +104,33 @@ __global__ void split_kernel(PartList list, const float* whole, int64_t rows, in
 
 template <class Index>
 cudaError_t launch_gather(float* out, const float* src, const Index* idx, int64_t n, int64_t width,
-                          int64_t src_rows, cudaStream_t stream) {
+                          int64_t src_rows, IndexFault* fault, cudaStream_t stream) {
   if (n <= 0 || width <= 0) return cudaSuccess;
-  gather_rows_kernel<<<grid_for(n, kRowsPerBlock), kRowBlock, 0, stream>>>(out, src, idx, n, width,
-                                                                           src_rows);
+  if (width == 1) {
+    gather_column_kernel<<<grid_for(n), kBlock, 0, stream>>>(out, src, idx, n, src_rows, fault);
+  } else {
+    gather_rows_kernel<<<grid_for(n, kRowsPerBlock), kRowBlock, 0, stream>>>(
+        out, src, idx, n, width, src_rows, fault);
+  }
   return cudaGetLastError();
 }
 
 template <class Index>
 cudaError_t launch_scatter_atomic(float* dst, const float* src, const Index* idx, int64_t n,
-                                  int64_t width, int64_t dst_rows, cudaStream_t stream) {
+                                  int64_t width, int64_t dst_rows, IndexFault* fault,
+                                  cudaStream_t stream) {
   if (n <= 0 || width <= 0) return cudaSuccess;
-  scatter_add_atomic_kernel<<<grid_for(n, kRowsPerBlock), kRowBlock, 0, stream>>>(dst, src, idx, n,
-                                                                                  width, dst_rows);
+  scatter_add_atomic_kernel<<<grid_for(n, kRowsPerBlock), kRowBlock, 0, stream>>>(
+      dst, src, idx, n, width, dst_rows, fault);
   return cudaGetLastError();
 }
 
 template <class Index>
 cudaError_t launch_scatter(float* dst, const float* src, const Index* idx, int64_t n, int64_t width,
-                           int64_t dst_rows, cudaStream_t stream) {
+                           int64_t dst_rows, IndexFault* fault, cudaStream_t stream) {
   if (n <= 0 || width <= 0) return cudaSuccess;
   scatter_rows_kernel<<<grid_for(n, kRowsPerBlock), kRowBlock, 0, stream>>>(dst, src, idx, n, width,
-                                                                            dst_rows);
+                                                                            dst_rows, fault);
   return cudaGetLastError();
 }
 
@@ -122,30 +143,32 @@ bool fill_part_list(PartList& list, const ColumnPart* parts, int count) {
 }  // namespace
 
 cudaError_t gather_rows(float* out, const float* src, const int32_t* idx, int64_t n, int64_t width,
-                        int64_t src_rows, cudaStream_t stream) {
-  return launch_gather(out, src, idx, n, width, src_rows, stream);
+                        int64_t src_rows, IndexFault* fault, cudaStream_t stream) {
+  return launch_gather(out, src, idx, n, width, src_rows, fault, stream);
 }
 cudaError_t gather_rows(float* out, const float* src, const int64_t* idx, int64_t n, int64_t width,
-                        int64_t src_rows, cudaStream_t stream) {
-  return launch_gather(out, src, idx, n, width, src_rows, stream);
+                        int64_t src_rows, IndexFault* fault, cudaStream_t stream) {
+  return launch_gather(out, src, idx, n, width, src_rows, fault, stream);
 }
 
 cudaError_t scatter_add_rows_atomic(float* dst, const float* src, const int32_t* idx, int64_t n,
-                                    int64_t width, int64_t dst_rows, cudaStream_t stream) {
-  return launch_scatter_atomic(dst, src, idx, n, width, dst_rows, stream);
+                                    int64_t width, int64_t dst_rows, IndexFault* fault,
+                                    cudaStream_t stream) {
+  return launch_scatter_atomic(dst, src, idx, n, width, dst_rows, fault, stream);
 }
 cudaError_t scatter_add_rows_atomic(float* dst, const float* src, const int64_t* idx, int64_t n,
-                                    int64_t width, int64_t dst_rows, cudaStream_t stream) {
-  return launch_scatter_atomic(dst, src, idx, n, width, dst_rows, stream);
+                                    int64_t width, int64_t dst_rows, IndexFault* fault,
+                                    cudaStream_t stream) {
+  return launch_scatter_atomic(dst, src, idx, n, width, dst_rows, fault, stream);
 }
 
 cudaError_t scatter_rows(float* dst, const float* src, const int32_t* idx, int64_t n, int64_t width,
-                         int64_t dst_rows, cudaStream_t stream) {
-  return launch_scatter(dst, src, idx, n, width, dst_rows, stream);
+                         int64_t dst_rows, IndexFault* fault, cudaStream_t stream) {
+  return launch_scatter(dst, src, idx, n, width, dst_rows, fault, stream);
 }
 cudaError_t scatter_rows(float* dst, const float* src, const int64_t* idx, int64_t n, int64_t width,
-                         int64_t dst_rows, cudaStream_t stream) {
-  return launch_scatter(dst, src, idx, n, width, dst_rows, stream);
+                         int64_t dst_rows, IndexFault* fault, cudaStream_t stream) {
+  return launch_scatter(dst, src, idx, n, width, dst_rows, fault, stream);
 }
 
 cudaError_t concat_cols(float* whole, int64_t rows, int64_t total_width, const ColumnPart* parts,

@@ -1,6 +1,7 @@
 // Launchers of the row gather/scatter and column concat/split kernels (gather_scatter.cu,
 // and sort.cu for the deterministic scatter): plain C++ declarations over raw device
-// pointers. Index arrays are int32 or int64; a negative index means "no row" (padding).
+// pointers. Index arrays are int32 or int64; a negative index means "no row" (padding); an
+// index past the table is an error the kernels report through an IndexFault.
 #pragma once
 
 #include <cuda_runtime_api.h>
@@ -10,38 +11,62 @@
 
 namespace depbloom::kernels {
 
-// out [n, width] row i = src [src_rows, width] row idx[i]; a negative or out-of-range
-// index gives a zero row (the range is checked on the CPU; here it only guards memory).
+// The ops whose kernels check their indices, as IndexFault::op numbers them.
+enum IndexOp : int { kNoFault = 0, kGatherRows = 1, kScatterAddRows = 2, kScatterRows = 3 };
+
+// Device memory where kernels record the first index >= the table's rows they meet: the op,
+// the index and the rows. The host reads it at its next wait (the kernels cannot throw), so
+// a planner bug is an error on the GPU as on the CPU, not silently corrupted rows.
+struct IndexFault {
+  int op;
+  int unused;
+  long long index;
+  long long rows;
+};
+
+// out [n, width] row i = src [src_rows, width] row idx[i]; a negative index gives a zero
+// row; an index >= src_rows too (to guard memory), and it is recorded in `fault`.
 cudaError_t gather_rows(float* out, const float* src, const int32_t* idx, int64_t n, int64_t width,
-                        int64_t src_rows, cudaStream_t stream);
+                        int64_t src_rows, IndexFault* fault, cudaStream_t stream);
 cudaError_t gather_rows(float* out, const float* src, const int64_t* idx, int64_t n, int64_t width,
-                        int64_t src_rows, cudaStream_t stream);
+                        int64_t src_rows, IndexFault* fault, cudaStream_t stream);
 
 // dst [dst_rows, width] row idx[i] += src [n, width] row i with atomicAdd (order-dependent
-// rounding). Negative or out-of-range indices are skipped.
+// rounding). Negative indices are skipped; indices >= dst_rows too, recorded in `fault`.
 cudaError_t scatter_add_rows_atomic(float* dst, const float* src, const int32_t* idx, int64_t n,
-                                    int64_t width, int64_t dst_rows, cudaStream_t stream);
+                                    int64_t width, int64_t dst_rows, IndexFault* fault,
+                                    cudaStream_t stream);
 cudaError_t scatter_add_rows_atomic(float* dst, const float* src, const int64_t* idx, int64_t n,
-                                    int64_t width, int64_t dst_rows, cudaStream_t stream);
+                                    int64_t width, int64_t dst_rows, IndexFault* fault,
+                                    cudaStream_t stream);
 
 // The same sum, deterministic (sort.cu): a stable radix sort of (row, position) pairs,
 // then one thread per (destination row, column) adds its sources in position order onto
 // the old value, exactly as a sequential loop over i would. Needs n < 2^31 and
-// dst_rows < 2^32 - 1, and the workspace below.
-size_t scatter_add_rows_sorted_workspace_bytes(int64_t n, int64_t dst_rows);
+// dst_rows < 2^32 - 1, and a workspace of at least the bytes the size query gives (which also
+// says how much of it CUB's sort takes, so a call sizes the sort once). Out-of-range indices
+// are skipped and recorded in `fault`, as above.
+struct SortedScatterBytes {
+  size_t total = 0;  // 0: CUB could not size the sort
+  size_t cub = 0;
+};
+SortedScatterBytes scatter_add_rows_sorted_workspace_bytes(int64_t n, int64_t dst_rows);
 cudaError_t scatter_add_rows_sorted(float* dst, const float* src, const int32_t* idx, int64_t n,
                                     int64_t width, int64_t dst_rows, void* workspace,
-                                    size_t workspace_bytes, cudaStream_t stream);
+                                    SortedScatterBytes bytes, IndexFault* fault,
+                                    cudaStream_t stream);
 cudaError_t scatter_add_rows_sorted(float* dst, const float* src, const int64_t* idx, int64_t n,
                                     int64_t width, int64_t dst_rows, void* workspace,
-                                    size_t workspace_bytes, cudaStream_t stream);
+                                    SortedScatterBytes bytes, IndexFault* fault,
+                                    cudaStream_t stream);
 
-// dst [dst_rows, width] row idx[i] = src [n, width] row i (overwrite). Negative or
-// out-of-range indices are skipped; with duplicate indices an unspecified source wins.
+// dst [dst_rows, width] row idx[i] = src [n, width] row i (overwrite). Negative indices are
+// skipped, indices >= dst_rows too (recorded in `fault`); with duplicate indices an
+// unspecified source wins.
 cudaError_t scatter_rows(float* dst, const float* src, const int32_t* idx, int64_t n, int64_t width,
-                         int64_t dst_rows, cudaStream_t stream);
+                         int64_t dst_rows, IndexFault* fault, cudaStream_t stream);
 cudaError_t scatter_rows(float* dst, const float* src, const int64_t* idx, int64_t n, int64_t width,
-                         int64_t dst_rows, cudaStream_t stream);
+                         int64_t dst_rows, IndexFault* fault, cudaStream_t stream);
 
 // One block of columns of a concat/split: `data` is a [rows, width] part placed at column
 // `offset` of the [rows, total_width] whole.

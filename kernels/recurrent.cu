@@ -1,6 +1,7 @@
 // Fused recurrent cells: the GRU cell (PyTorch's equations, gate order r, z, n) and the
 // vanilla RNN cell, forward and backward, one thread per (batch row, hidden unit). Each
-// thread loads everything it needs before storing, so h_new may alias h and dh dh_new.
+// thread loads everything it needs before storing, so h_new may alias h and dh dh_new. The
+// element index splits into (row, unit) in 32 bits when it fits (with_index_type).
 #include "elementwise.cuh"
 
 #include "detail/launch.cuh"
@@ -12,6 +13,7 @@ using detail::global_thread;
 using detail::grid_for;
 using detail::grid_threads;
 using detail::kBlock;
+using detail::with_index_type;
 
 __device__ __forceinline__ float sigmoid(float x) {
   return 1.0f / (1.0f + expf(-x));
@@ -19,12 +21,12 @@ __device__ __forceinline__ float sigmoid(float x) {
 
 //   r = sig(gx_r + gh_r), z = sig(gx_z + gh_z), n = tanh(gx_n + r * gh_n),
 //   h_new = (1 - z) * n + z * h; gates row = (r, z, n, gh_n).
+template <class I>
 __global__ void gru_forward_kernel(float* h_new, float* gates, const float* gx, const float* gh,
-                                   const float* h, int64_t batch, int64_t hidden) {
-  const int64_t total = batch * hidden;
-  for (int64_t i = global_thread(); i < total; i += grid_threads()) {
+                                   const float* h, I total, I hidden) {
+  for (I i = static_cast<I>(global_thread()); i < total; i += static_cast<I>(grid_threads())) {
     const int64_t b = i / hidden;
-    const int64_t j = i - b * hidden;
+    const int64_t j = i - static_cast<I>(b) * hidden;
     const float* gx_row = gx + b * 3 * hidden;
     const float* gh_row = gh + b * 3 * hidden;
     const float gh_n = gh_row[2 * hidden + j];
@@ -46,13 +48,12 @@ __global__ void gru_forward_kernel(float* h_new, float* gates, const float* gx, 
 //   da = dn (1 - n^2):      d_gx_n = da, d_gh_n = da r,
 //   dr = da gh_n, dr_pre = dr r (1 - r):  d_gx_r = d_gh_r = dr_pre,
 //   dz_pre = dz z (1 - z):  d_gx_z = d_gh_z = dz_pre.
+template <class I>
 __global__ void gru_backward_kernel(float* d_gx, float* d_gh, float* dh, const float* dh_new,
-                                    const float* gates, const float* h, int64_t batch,
-                                    int64_t hidden) {
-  const int64_t total = batch * hidden;
-  for (int64_t i = global_thread(); i < total; i += grid_threads()) {
+                                    const float* gates, const float* h, I total, I hidden) {
+  for (I i = static_cast<I>(global_thread()); i < total; i += static_cast<I>(grid_threads())) {
     const int64_t b = i / hidden;
-    const int64_t j = i - b * hidden;
+    const int64_t j = i - static_cast<I>(b) * hidden;
     const float* gate_row = gates + b * 4 * hidden;
     const float r = gate_row[j];
     const float z = gate_row[hidden + j];
@@ -96,18 +97,26 @@ __global__ void rnn_backward_kernel(float* d_pre, const float* dh_new, const flo
 cudaError_t gru_cell_forward(float* h_new, float* gates, const float* gx, const float* gh,
                              const float* h, int64_t batch, int64_t hidden, cudaStream_t stream) {
   if (batch <= 0 || hidden <= 0) return cudaSuccess;
-  gru_forward_kernel<<<grid_for(batch * hidden), kBlock, 0, stream>>>(h_new, gates, gx, gh, h,
-                                                                      batch, hidden);
-  return cudaGetLastError();
+  const int64_t total = batch * hidden;
+  return with_index_type(total, [&](auto index) {
+    using I = decltype(index);
+    gru_forward_kernel<<<grid_for(total), kBlock, 0, stream>>>(
+        h_new, gates, gx, gh, h, static_cast<I>(total), static_cast<I>(hidden));
+    return cudaGetLastError();
+  });
 }
 
 cudaError_t gru_cell_backward(float* d_gx, float* d_gh, float* dh, const float* dh_new,
                               const float* gates, const float* h, int64_t batch, int64_t hidden,
                               cudaStream_t stream) {
   if (batch <= 0 || hidden <= 0) return cudaSuccess;
-  gru_backward_kernel<<<grid_for(batch * hidden), kBlock, 0, stream>>>(d_gx, d_gh, dh, dh_new,
-                                                                       gates, h, batch, hidden);
-  return cudaGetLastError();
+  const int64_t total = batch * hidden;
+  return with_index_type(total, [&](auto index) {
+    using I = decltype(index);
+    gru_backward_kernel<<<grid_for(total), kBlock, 0, stream>>>(
+        d_gx, d_gh, dh, dh_new, gates, h, static_cast<I>(total), static_cast<I>(hidden));
+    return cudaGetLastError();
+  });
 }
 
 cudaError_t rnn_cell_forward(float* h_new, const float* gx, const float* gh, int64_t n,

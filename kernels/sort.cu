@@ -4,6 +4,7 @@
 // includes CUB (it dominates compile time).
 #include <cub/device/device_radix_sort.cuh>
 
+#include "detail/index_fault.cuh"
 #include "detail/launch.cuh"
 #include "gather_scatter.cuh"
 
@@ -15,16 +16,19 @@ using detail::grid_for;
 using detail::grid_threads;
 using detail::kBlock;
 using detail::kWarp;
+using detail::past_table;
 
 constexpr int kRowsPerBlock = 8;
 
-// Indices outside [0, dst_rows) get the key dst_rows, which sorts last and is skipped.
+// Indices outside [0, dst_rows) get the key dst_rows, which sorts last and is skipped; those
+// past the table are recorded in `fault`.
 template <class Index>
 __global__ void make_keys_kernel(uint32_t* keys, int32_t* positions, const Index* idx, int64_t n,
-                                 int64_t dst_rows) {
+                                 int64_t dst_rows, IndexFault* fault) {
   for (int64_t i = global_thread(); i < n; i += grid_threads()) {
     const auto row = static_cast<int64_t>(idx[i]);
-    keys[i] = static_cast<uint32_t>(row < 0 || row >= dst_rows ? dst_rows : row);
+    const bool skip = row < 0 || past_table(fault, kScatterAddRows, row, dst_rows);
+    keys[i] = static_cast<uint32_t>(skip ? dst_rows : row);
     positions[i] = static_cast<int32_t>(i);
   }
 }
@@ -63,33 +67,33 @@ size_t align_up(size_t bytes) {
 }
 
 // Workspace: keys and positions, two buffers each (the sort ping-pongs), then CUB's own
-// temporary storage. Returns 0 and leaves *cub_bytes 0 when CUB cannot size it.
-size_t sorted_layout(int64_t n, int64_t dst_rows, size_t* cub_bytes) {
-  *cub_bytes = 0;
+// temporary storage. total is 0 when CUB cannot size it.
+SortedScatterBytes sorted_layout(int64_t n, int64_t dst_rows) {
+  SortedScatterBytes b;
   cub::DoubleBuffer<uint32_t> keys(nullptr, nullptr);
   cub::DoubleBuffer<int32_t> positions(nullptr, nullptr);
-  if (cub::DeviceRadixSort::SortPairs(nullptr, *cub_bytes, keys, positions, static_cast<int>(n), 0,
+  if (cub::DeviceRadixSort::SortPairs(nullptr, b.cub, keys, positions, static_cast<int>(n), 0,
                                       key_bits(dst_rows)) != cudaSuccess) {
-    return 0;
+    return SortedScatterBytes{};
   }
   const size_t array = align_up(static_cast<size_t>(n) * sizeof(uint32_t));
-  return 4 * array + align_up(*cub_bytes);
+  b.total = 4 * array + align_up(b.cub);
+  return b;
 }
 
 template <class Index>
 cudaError_t launch_sorted(float* dst, const float* src, const Index* idx, int64_t n, int64_t width,
-                          int64_t dst_rows, void* workspace, size_t workspace_bytes,
-                          cudaStream_t stream) {
+                          int64_t dst_rows, void* workspace, SortedScatterBytes bytes,
+                          IndexFault* fault, cudaStream_t stream) {
   if (n <= 0 || width <= 0) return cudaSuccess;
   if (n > INT32_MAX || dst_rows < 0 || dst_rows >= int64_t{UINT32_MAX}) {
     return cudaErrorInvalidValue;
   }
-  size_t cub_bytes = 0;
-  const size_t needed = sorted_layout(n, dst_rows, &cub_bytes);
-  if (needed == 0 || workspace == nullptr || workspace_bytes < needed) {
+  // The caller's size query already ran CUB's: the layout follows from n and bytes.cub.
+  const size_t array = align_up(static_cast<size_t>(n) * sizeof(uint32_t));
+  if (workspace == nullptr || bytes.total < 4 * array + align_up(bytes.cub)) {
     return cudaErrorInvalidValue;
   }
-  const size_t array = align_up(static_cast<size_t>(n) * sizeof(uint32_t));
   auto* base = static_cast<char*>(workspace);
   auto* keys0 = reinterpret_cast<uint32_t*>(base);
   auto* keys1 = reinterpret_cast<uint32_t*>(base + array);
@@ -97,10 +101,11 @@ cudaError_t launch_sorted(float* dst, const float* src, const Index* idx, int64_
   auto* pos1 = reinterpret_cast<int32_t*>(base + 3 * array);
   void* cub_temp = base + 4 * array;
 
-  make_keys_kernel<<<grid_for(n), kBlock, 0, stream>>>(keys0, pos0, idx, n, dst_rows);
+  make_keys_kernel<<<grid_for(n), kBlock, 0, stream>>>(keys0, pos0, idx, n, dst_rows, fault);
   if (cudaError_t e = cudaGetLastError(); e != cudaSuccess) return e;
   cub::DoubleBuffer<uint32_t> keys(keys0, keys1);
   cub::DoubleBuffer<int32_t> positions(pos0, pos1);
+  size_t cub_bytes = bytes.cub;
   if (cudaError_t e = cub::DeviceRadixSort::SortPairs(
           cub_temp, cub_bytes, keys, positions, static_cast<int>(n), 0, key_bits(dst_rows), stream);
       e != cudaSuccess) {
@@ -114,22 +119,23 @@ cudaError_t launch_sorted(float* dst, const float* src, const Index* idx, int64_
 
 }  // namespace
 
-size_t scatter_add_rows_sorted_workspace_bytes(int64_t n, int64_t dst_rows) {
-  if (n <= 0 || n > INT32_MAX) return 0;
-  size_t cub_bytes = 0;
-  return sorted_layout(n, dst_rows, &cub_bytes);
+SortedScatterBytes scatter_add_rows_sorted_workspace_bytes(int64_t n, int64_t dst_rows) {
+  if (n <= 0 || n > INT32_MAX) return SortedScatterBytes{};
+  return sorted_layout(n, dst_rows);
 }
 
 cudaError_t scatter_add_rows_sorted(float* dst, const float* src, const int32_t* idx, int64_t n,
                                     int64_t width, int64_t dst_rows, void* workspace,
-                                    size_t workspace_bytes, cudaStream_t stream) {
-  return launch_sorted(dst, src, idx, n, width, dst_rows, workspace, workspace_bytes, stream);
+                                    SortedScatterBytes bytes, IndexFault* fault,
+                                    cudaStream_t stream) {
+  return launch_sorted(dst, src, idx, n, width, dst_rows, workspace, bytes, fault, stream);
 }
 
 cudaError_t scatter_add_rows_sorted(float* dst, const float* src, const int64_t* idx, int64_t n,
                                     int64_t width, int64_t dst_rows, void* workspace,
-                                    size_t workspace_bytes, cudaStream_t stream) {
-  return launch_sorted(dst, src, idx, n, width, dst_rows, workspace, workspace_bytes, stream);
+                                    SortedScatterBytes bytes, IndexFault* fault,
+                                    cudaStream_t stream) {
+  return launch_sorted(dst, src, idx, n, width, dst_rows, workspace, bytes, fault, stream);
 }
 
 }  // namespace depbloom::kernels

@@ -8,6 +8,9 @@
 #   - depbloom-train with one NCCL rank, and with two CUDA ranks over MPI next to one rank;
 #   - the CUDA cases of bench_gemm and bench_gru, and TGN, JODIE and APAN trained on WIKI
 #     on the GPU (benchmarks/train_models.sh);
+#   - issue 15: host waits per training step of a warm depbloom-train run on the GPU (one,
+#     the loss read, is the goal), and the hung-rank check (tests/mpi/rank_hang.sh) with two
+#     CUDA ranks sharing GPU 0 over MPI (and over NCCL where there are two GPUs);
 #   - with the time left, compute-sanitizer's memcheck over the op suites.
 # Each step has a time limit and the whole stays within BUDGET_S seconds (default 540).
 # $OUT (default ./gpu-check-out) receives summary.txt (one line per step), logs.tar.gz
@@ -148,6 +151,30 @@ print("cli 2 CUDA ranks over mpi vs 1: epoch loss %.6f vs %.6f (rel %.1e); val A
          rel(e2["val"]["ap"], e1["val"]["ap"]), e2.get("comm", {}).get("sync_points")))
 EOF
 fi
+# ---- issue 15: host waits per step, a hung GPU rank -----------------------------------
+step host_waits 90 "$bin/depbloom-train" "${quick[@]}" --set train.epoch=2 \
+  --out "$logs/runs/host_waits"
+if [[ -f $logs/runs/host_waits/metrics.jsonl ]]; then
+  python3 - "$logs/runs/host_waits/metrics.jsonl" <<'EOF' | tee -a "$summary"
+import json, sys
+lines = [json.loads(l) for l in open(sys.argv[1])]
+waits = [j.get("host_waits_per_step") for j in lines if "epoch" in j]
+print("host waits per training step, by epoch: %s (goal: 1, the loss read)"
+      % ", ".join("%.2f" % w if w is not None else "missing" for w in waits))
+EOF
+fi
+# rank_hang.sh starts `depbloom-train --ranks 2`, which runs `mpirun`: the kit's, by PATH.
+hang_path=$work/hang-bin
+mkdir -p "$hang_path"
+[[ -x $mpirun ]] && ln -sf "$mpirun" "$hang_path/mpirun"
+step rank_hang_cuda_mpi 70 env PATH="$hang_path:$PATH" bash tests/mpi/rank_hang.sh \
+  "$bin/depbloom-train" "$logs/runs/rank_hang_cuda_mpi" cuda mpi
+gpus=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU')
+if ((gpus >= 2)); then
+  step rank_hang_nccl 70 env PATH="$hang_path:$PATH" bash tests/mpi/rank_hang.sh \
+    "$bin/depbloom-train" "$logs/runs/rank_hang_nccl" cuda nccl
+fi
+grep -h '^exit=' "$logs"/rank_hang_*.log 2>/dev/null | sed 's/^/rank hang: /' | tee -a "$summary"
 # ---- speed ---------------------------------------------------------------------------
 step bench_gemm 90 "$bin/bench_gemm" --benchmark_filter=Cuda --benchmark_min_time=0.1 \
   --benchmark_out="$logs/bench_gemm.json" --benchmark_out_format=json
@@ -160,7 +187,7 @@ step train_models 300 env BUILD="$bin" DEVICE=cuda:0 EPOCHS="${EPOCHS:-3}" \
 sanitizer=$(command -v compute-sanitizer || ls /usr/local/cuda/bin/compute-sanitizer 2>/dev/null)
 if [[ -n $sanitizer ]]; then
   step memcheck 150 "$sanitizer" --tool memcheck --error-exitcode 1 "$bin/test_gpu" \
-    --gtest_filter='GpuRows.*:GpuAttention.*:GpuDense.*:GpuMul.*'
+    --gtest_filter='GpuRows.*:GpuAttention.*:GpuDense.*:GpuMul.*:GpuEdges.*'
 fi
 pack
 note "total: $SECONDS s"

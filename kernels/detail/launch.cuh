@@ -23,6 +23,14 @@ inline unsigned grid_for(int64_t items, int64_t per_block = kBlock) {
   return static_cast<unsigned>(g);
 }
 
+// Calls fn(I{}) with I = uint32_t when every index of a grid-stride loop over n items fits
+// (n < 2^31, so i + stride < 2^32 too), else int64_t: kernels that split an element index
+// into row and column then divide in 32 bits, several times cheaper than 64-bit division.
+template <class Fn>
+auto with_index_type(int64_t n, const Fn& fn) {
+  return n < (int64_t{1} << 31) ? fn(uint32_t{}) : fn(int64_t{});
+}
+
 // Global id and stride of a 1-D grid-stride loop.
 __device__ __forceinline__ int64_t global_thread() {
   return static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;

@@ -1,6 +1,6 @@
 // Dispatch layer for data movement and reductions: gather/scatter(-add) of rows, column concat
 // and split, fill, copy (also across devices), sum and sum of squares. Pure data movement
-// takes any dtype on the CPU; on a GPU every op but copy is float32 only.
+// takes any dtype on the CPU; on a GPU every op but copy and fill is float32 only.
 #include <string>
 
 #include "backend/op_checks.h"
@@ -80,6 +80,11 @@ void split_cols(std::initializer_list<Tensor> parts, const Tensor& in) {
 
 void fill(const Tensor& x, double value) {
   detail::common_device("fill", x);
+#if DEPBLOOM_WITH_CUDA
+  // Data movement, like copy: integer and mask buffers are filled on the GPU too (f32, i32, i64
+  // and u8; cuda::fill names the dtype it refuses).
+  if (x.device().is_cuda()) return cuda::fill(x, value);
+#endif
   DB_DISPATCH_OP(fill, x.device(), x.dtype(), x, value);
 }
 

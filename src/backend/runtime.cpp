@@ -66,6 +66,14 @@ int cuda_device_count() {
   return 0;
 }
 void synchronize(int /*device*/) {}
+int64_t host_waits() {
+  return 0;
+}
+StreamMark::~StreamMark() = default;
+StreamMark::StreamMark(StreamMark&&) noexcept = default;
+StreamMark& StreamMark::operator=(StreamMark&&) noexcept = default;
+void StreamMark::record(int /*device*/) {}
+void StreamMark::wait() {}
 #endif
 
 }  // namespace depbloom::backend

@@ -11,13 +11,13 @@ size_t align_up(size_t n) {
 }
 }  // namespace
 
-Arena::Arena(Device device, size_t initial_bytes) : device_(device) {
+Arena::Arena(Device device, size_t initial_bytes, HostMemory host) : device_(device), host_(host) {
   chunks_.reserve(16);
   if (initial_bytes > 0) add_chunk(align_up(initial_bytes));
 }
 
 void Arena::add_chunk(size_t bytes) {
-  chunks_.push_back(Chunk{Buffer(bytes, device_), 0});
+  chunks_.push_back(Chunk{Buffer(bytes, device_, host_), 0});
   ++system_allocations_;
 }
 
@@ -53,6 +53,15 @@ void Arena::reset() {
     chunks_.front().used = 0;
   }
   used_total_ = 0;
+}
+
+bool Arena::owns(const void* p) const {
+  const auto* b = static_cast<const char*>(p);
+  for (const auto& c : chunks_) {
+    const auto* base = static_cast<const char*>(c.buffer.data());
+    if (b >= base && b < base + c.used) return true;
+  }
+  return false;
 }
 
 size_t Arena::capacity_bytes() const {

@@ -16,9 +16,14 @@ MemoryCounters& memory_counters() {
   return counters;
 }
 
-Buffer::Buffer(size_t bytes, Device device) : bytes_(bytes), device_(device) {
+Buffer::Buffer(size_t bytes, Device device, HostMemory host)
+    : bytes_(bytes), device_(device), pinned_(device.is_cpu() && host == HostMemory::pinned) {
   if (bytes == 0) return;
-  if (device.is_cpu()) {
+  if (pinned_) {
+    data_ = pinned_malloc(bytes);
+    memory_counters().host_bytes += static_cast<int64_t>(bytes);
+    memory_counters().host_allocations += 1;
+  } else if (device.is_cpu()) {
     // 256 bytes: the arena's alignment promise holds for chunk bases too, and rows of
     // float tensors start on cache-line and SIMD boundaries.
     size_t rounded = (bytes + 255) / 256 * 256;
@@ -40,7 +45,8 @@ Buffer::~Buffer() {
 Buffer::Buffer(Buffer&& o) noexcept
     : data_(std::exchange(o.data_, nullptr)),
       bytes_(std::exchange(o.bytes_, 0)),
-      device_(o.device_) {}
+      device_(o.device_),
+      pinned_(o.pinned_) {}
 
 Buffer& Buffer::operator=(Buffer&& o) noexcept {
   if (this != &o) {
@@ -48,6 +54,7 @@ Buffer& Buffer::operator=(Buffer&& o) noexcept {
     data_ = std::exchange(o.data_, nullptr);
     bytes_ = std::exchange(o.bytes_, 0);
     device_ = o.device_;
+    pinned_ = o.pinned_;
   }
   return *this;
 }
@@ -55,7 +62,11 @@ Buffer& Buffer::operator=(Buffer&& o) noexcept {
 void Buffer::release() noexcept {
   if (data_ == nullptr) return;
   if (device_.is_cpu()) {
-    std::free(data_);
+    if (pinned_) {
+      pinned_free(data_);
+    } else {
+      std::free(data_);
+    }
     memory_counters().host_bytes -= static_cast<int64_t>(bytes_);
   } else {
     device_free(data_, device_.index);
@@ -85,12 +96,10 @@ void copy_bytes(void* dst, Device dst_device, const void* src, Device src_device
   if (bytes == 0) return;
   if (dst_device.is_cpu() && src_device.is_cpu()) {
     std::memcpy(dst, src, bytes);
-  } else if (dst_device.is_cuda() && src_device.is_cpu()) {
-    device_memcpy(dst, src, bytes, 0);
-  } else if (dst_device.is_cpu() && src_device.is_cuda()) {
-    device_memcpy(dst, src, bytes, 1);
   } else {
-    device_memcpy(dst, src, bytes, 2);
+    const int kind = src_device.is_cpu() ? 0 : dst_device.is_cpu() ? 1 : 2;
+    device_memcpy(dst, dst_device.is_cpu() ? -1 : dst_device.index, src,
+                  src_device.is_cpu() ? -1 : src_device.index, bytes, kind);
   }
 }
 

@@ -95,6 +95,7 @@ void Communicator::set_timeout(double seconds) {
                       "loop or stopped), so every rank ends (limit: dist.timeout_s = {} s)",
                       waited, what, seq, seconds));
   });
+  if (auto probe = device_probe()) watchdog_->set_probe(std::move(probe));
 }
 
 double Communicator::timeout() const {

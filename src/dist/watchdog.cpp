@@ -44,16 +44,35 @@ void Watchdog::disarm() {
   armed_ = false;
 }
 
+void Watchdog::set_probe(Probe probe) {
+  std::lock_guard<std::mutex> lock(mu_);
+  probe_ = std::move(probe);
+}
+
+bool Watchdog::device_overdue(Unfinished* oldest, double* waited) {
+  if (!probe_ || !probe_(oldest)) return false;
+  *waited = std::chrono::duration<double>(Clock::now() - oldest->since).count();
+  return *waited >= timeout_s_;
+}
+
 void Watchdog::loop() {
   std::unique_lock<std::mutex> lock(mu_);
   while (!stop_) {
     cv_.wait_for(lock, poll_);
-    if (stop_ || !armed_) continue;
-    const double waited = std::chrono::duration<double>(Clock::now() - since_).count();
+    if (stop_) continue;
+    // Still holding the lock when calling on_expire: the watched thread cannot return from
+    // its collective and tear down the communicator that on_expire is about to use.
+    Unfinished oldest;
+    double waited = 0;
+    if (device_overdue(&oldest, &waited)) {
+      probe_ = nullptr;  // reported once, as a host wait is
+      on_expire_(oldest.what, oldest.seq, waited);
+      continue;
+    }
+    if (!armed_) continue;
+    waited = std::chrono::duration<double>(Clock::now() - since_).count();
     if (waited < timeout_s_) continue;
     armed_ = false;
-    // Still holding the lock: the watched thread cannot return from its collective and tear
-    // down the communicator that on_expire is about to use.
     on_expire_(what_, seq_, waited);
   }
 }

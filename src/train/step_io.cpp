@@ -6,6 +6,27 @@
 #include "depbloom/backend/upload.h"
 
 namespace depbloom::train {
+
+StepArena::StepArena(Device device)
+    : device_(device),
+      staging_{
+          Arena(Device::cpu(), 0, device.is_cuda() ? HostMemory::pinned : HostMemory::pageable),
+          Arena(Device::cpu(), 0, device.is_cuda() ? HostMemory::pinned : HostMemory::pageable)} {
+  if (device.is_cuda()) device_.set_staging(&staging_[current_]);
+}
+
+void StepArena::reset() {
+  device_.reset();
+  if (device_.device().is_cpu()) return;
+  // Copies from this step's staging arena are queued before this mark; the other arena's
+  // mark is a step older, and a loss read (a host wait) has followed it since.
+  marks_[current_].record(device_.device().index);
+  current_ ^= 1;
+  marks_[current_].wait();
+  staging_[current_].reset();
+  device_.set_staging(&staging_[current_]);
+}
+
 namespace {
 
 template <class T>

@@ -152,11 +152,14 @@ EpochResult Trainer::run_epoch(int epoch, const ProgressFn& progress) {
   const int64_t n = steps.size();
   loss_trace_.reserve(loss_trace_.size() + static_cast<size_t>(n));
   double loss_sum = 0;
+  const int64_t waits_before = backend::host_waits();
   for (int64_t i = 0; i < n; ++i) {
     loss_sum += train_step(steps.step(i), epoch);
     r.events += steps.step(i).global_count;
     if (progress) progress(i + 1, n, loss_sum / static_cast<double>(i + 1));
   }
+  const auto waits = static_cast<double>(backend::host_waits() - waits_before);
+  r.host_waits = n > 0 ? waits / static_cast<double>(n) : 0.0;
   if (cfg_.device.is_cuda()) backend::synchronize(cfg_.device.index);
   r.batches = n;
   r.loss = n > 0 ? loss_sum / static_cast<double>(n) : 0.0;

@@ -1,6 +1,7 @@
 // GPU suite, the whole trainer: TGN (both attention styles), JODIE and APAN on cuda:0 take
 // the same steps and give the same scores as on the CPU (float32 both, TF32 off). The two
-// devices sum in different orders, so they agree within a tolerance, not bit for bit.
+// devices sum in different orders, so they agree within a tolerance, not bit for bit. Also:
+// a training step on the GPU waits on the host once (the loss read).
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -53,8 +54,8 @@ double rel(double a, double b) {
 }
 
 // Each step of a short epoch, teacher-forced: before the step the GPU trainer loads the CPU
-// trainer's parameters, Adam state and node state, so the two losses differ by one step's
-// f32 rounding (summation order), not by what earlier steps amplified. Then the test split,
+// trainer's parameters, Adam state and node state, so the two losses differ by one forward's
+// f32 rounding (summation order, ~1e-6 relative), not by what earlier steps amplified. Then the test split,
 // scored by both from the same state. Free-running f32 traces drift about tenfold per step
 // (docs/dist.md), and a near-chance model's AP moves with tiny score changes; the first GPU
 // run found val AP 0.02-0.03 apart after 8 free-running steps with losses within 2e-3.
@@ -85,7 +86,7 @@ TEST_F(GpuTrainer, CudaStepsAndScoresEqualTheCpuFromTheSameState) {
       const double lc = cpu.train_step(sc.step(i), 1);
       const double lg = gpu.train_step(sg.step(i), 1);
       worst = std::max(worst, rel(lg, lc));
-      EXPECT_LT(rel(lg, lc), 1e-4) << "step " << i + 1 << ": " << lg << " vs " << lc;
+      EXPECT_LT(rel(lg, lc), 1e-5) << "step " << i + 1 << ": " << lg << " vs " << lc;
     }
     gpu.load(cpu.save(1, ""));
     const auto [tc, tc_new] = cpu.test();
@@ -118,6 +119,27 @@ TEST_F(GpuTrainer, CudaFollowsTheCpuLossTraceFreeRunning) {
     std::printf("step %zu: loss rel. diff %.1e\n", i + 1,
                 rel(gpu.loss_trace()[i], cpu.loss_trace()[i]));
   }
+}
+
+// Staged uploads copy asynchronously from pinned memory: once warm (epoch 2: workspaces and
+// arenas grown), the loss read is a step's only host wait. tools/gpu-check.sh prints the
+// count of a depbloom-train run too.
+TEST_F(GpuTrainer, OneHostWaitPerTrainingStep) {
+  data::SynthSpec spec;
+  spec.scale = 0.02;
+  spec.edge_features = 8;
+  const data::EventStream stream = data::synthesize(spec);
+  const data::ChronoSplit split = data::make_split(stream, data::SplitSpec{});
+  const ModelCase tgn{"tgn", model::MemoryKind::gru, model::EmbeddingKind::attention, 1, false};
+  train::Trainer gpu(stream, split, config_for(tgn, kGpu));
+  const train::EpochResult first = gpu.run_epoch(1);
+  const train::EpochResult second = gpu.run_epoch(2);
+  std::printf("host waits per step: epoch 1 %.2f, epoch 2 %.2f\n", first.host_waits,
+              second.host_waits);
+  EXPECT_GE(second.host_waits, 1.0);  // the loss read is counted
+  // A batch bigger than any before may still grow a workspace (a wait, then none again):
+  // allow a few such waits over the 8 steps; a stalling upload would add one every step.
+  EXPECT_LT(second.host_waits, 1.5);
 }
 
 }  // namespace

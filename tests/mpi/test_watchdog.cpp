@@ -2,8 +2,8 @@
 // timeout once, with its name and number, never one that ends in time or an idle
 // communicator; a communicator with a timeout turns a peer that never arrives into abort()
 // with the timeout's exit code and a message naming the rank and the collective; a lone
-// rank gets no watchdog. Timeouts are short, and the limits waited on generous, so that a
-// loaded machine passes too.
+// rank gets no watchdog; an unfinished device collective is reported through the probe.
+// Timeouts are short, and the limits waited on generous, so that a loaded machine passes too.
 #include <gtest/gtest.h>
 
 #include <atomic>
@@ -36,6 +36,37 @@ bool eventually(F done, std::chrono::seconds limit = 20s) {
     std::this_thread::sleep_for(1ms);
   }
   return true;
+}
+
+// Device-side collectives (NCCL): the probe names the oldest unfinished one; it is reported
+// once it has been unfinished for the timeout, with no thread waiting in a collective, and one
+// that finishes in time never is.
+TEST(Watchdog, ReportsAnUnfinishedDeviceCollectiveThroughTheProbe) {
+  std::atomic<int> reports{0};
+  std::string what;
+  int64_t seq = 0;
+  Watchdog w(0.05, [&](const char* wh, int64_t s, double) {
+    what = wh;
+    seq = s;
+    reports.fetch_add(1);
+  });
+  const auto queued = std::chrono::steady_clock::now();
+  w.set_probe([&](Watchdog::Unfinished* oldest) {
+    oldest->what = "all_reduce (queued on the GPU)";
+    oldest->seq = 12;
+    oldest->since = queued;
+    return true;
+  });
+  ASSERT_TRUE(eventually([&] { return reports.load() > 0; }));
+  std::this_thread::sleep_for(200ms);  // the probe is dropped once it reported
+  EXPECT_EQ(reports.load(), 1);
+  EXPECT_EQ(what, "all_reduce (queued on the GPU)");
+  EXPECT_EQ(seq, 12);
+
+  Watchdog quiet(0.05, [&](const char*, int64_t, double) { reports.fetch_add(1); });
+  quiet.set_probe([&](Watchdog::Unfinished*) { return false; });  // all finished
+  std::this_thread::sleep_for(200ms);
+  EXPECT_EQ(reports.load(), 1);
 }
 
 TEST(Watchdog, ReportsAWaitThatOutlastsTheTimeoutOnce) {

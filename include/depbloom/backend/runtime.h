@@ -3,6 +3,7 @@
 // here works in a CPU-only build (the CUDA queries then report "no GPU").
 #pragma once
 
+#include <cstdint>
 #include <string>
 
 namespace depbloom::backend {
@@ -22,5 +23,34 @@ bool tf32();
 
 // Wait for all work queued on the calling thread's stream of `device` (no-op on the CPU).
 void synchronize(int device = 0);
+
+// Host waits for a GPU so far, all threads and devices: every time the CUDA backend blocked the
+// host until a stream or the device caught up (a copy to or from pageable host memory, a
+// synchronize, a workspace that grew, a communicator's wait). The trainer reports it per
+// training step, where one (the loss read) is the goal. 0 on the CPU.
+int64_t host_waits();
+
+// A point in the calling thread's stream of a GPU, so that the host can later make sure the
+// stream has passed it (say, before reusing pinned memory that copies queued before it
+// read). Move-only; no-ops on the CPU.
+class StreamMark {
+ public:
+  StreamMark() = default;
+  ~StreamMark();
+  StreamMark(StreamMark&& o) noexcept;
+  StreamMark& operator=(StreamMark&& o) noexcept;
+  StreamMark(const StreamMark&) = delete;
+  StreamMark& operator=(const StreamMark&) = delete;
+
+  // Marks the current end of the calling thread's stream on GPU `device`.
+  void record(int device);
+  // Returns once the stream has passed the mark: at once (and no host wait counted) when it
+  // already has, or when nothing was recorded.
+  void wait();
+
+ private:
+  void* event_ = nullptr;  // a cudaEvent_t
+  bool recorded_ = false;
+};
 
 }  // namespace depbloom::backend

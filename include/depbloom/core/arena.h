@@ -2,7 +2,8 @@
 // it during a step and all released at once by reset(). After a warm-up step it allocates
 // nothing: an overflow adds a chunk, and the next reset() merges the chunks into one block
 // of the high-water size plus a quarter, so a steady-state step never touches the system
-// allocator.
+// allocator. A host arena may be pinned; a device arena may name the pinned host arena that
+// stages its uploads (backend/upload.h), so that they need no host wait.
 #pragma once
 
 #include <cstddef>
@@ -14,7 +15,8 @@ namespace depbloom {
 
 class Arena {
  public:
-  explicit Arena(Device device = Device::cpu(), size_t initial_bytes = 0);
+  explicit Arena(Device device = Device::cpu(), size_t initial_bytes = 0,
+                 HostMemory host = HostMemory::pageable);
 
   // Uninitialised tensor valid until the next reset(). 256-byte aligned.
   Tensor alloc(DType dtype, Shape shape);
@@ -23,6 +25,11 @@ class Arena {
   void reset();
 
   Device device() const { return device_; }
+  // Whether `p` points into memory this arena handed out since its last reset.
+  bool owns(const void* p) const;
+  // The pinned host arena that stages uploads to this one (null: none, uploads wait).
+  Arena* staging() const { return staging_; }
+  void set_staging(Arena* staging) { staging_ = staging; }
   size_t used_bytes() const { return used_total_; }
   size_t peak_bytes() const { return peak_; }
   size_t capacity_bytes() const;
@@ -37,6 +44,8 @@ class Arena {
   void add_chunk(size_t bytes);
 
   Device device_;
+  HostMemory host_;
+  Arena* staging_ = nullptr;
   std::vector<Chunk> chunks_;
   size_t used_total_ = 0;
   size_t peak_ = 0;

@@ -20,10 +20,14 @@ struct MemoryCounters {
 };
 MemoryCounters& memory_counters();
 
+// Host memory is pageable, or pinned (page-locked, CUDA builds only) so that copies to a GPU
+// can run asynchronously on a stream.
+enum class HostMemory : uint8_t { pageable, pinned };
+
 class Buffer {
  public:
   Buffer() = default;
-  Buffer(size_t bytes, Device device);
+  Buffer(size_t bytes, Device device, HostMemory host = HostMemory::pageable);
   ~Buffer();
   Buffer(Buffer&& o) noexcept;
   Buffer& operator=(Buffer&& o) noexcept;
@@ -33,12 +37,14 @@ class Buffer {
   void* data() const { return data_; }
   size_t bytes() const { return bytes_; }
   Device device() const { return device_; }
+  bool pinned() const { return pinned_; }
 
  private:
   void release() noexcept;
   void* data_ = nullptr;
   size_t bytes_ = 0;
   Device device_;
+  bool pinned_ = false;
 };
 
 class OwnedTensor {

@@ -7,16 +7,16 @@
 
 #include <array>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
 
 #include "depbloom/core/name_table.h"
 #include "depbloom/core/tensor.h"
+#include "depbloom/dist/watchdog.h"
 
 namespace depbloom::dist {
-
-class Watchdog;
 
 enum class CommunicatorKind : uint8_t { local, mpi, nccl };
 const NameTable<CommunicatorKind>& communicator_kind_names();  // "local", "mpi", "nccl"
@@ -106,12 +106,13 @@ class Communicator {
 
   virtual int rank() const = 0;
   virtual int size() const = 0;
-  // Rank and rank count among the ranks on this machine (a rank's GPU is its local rank).
+  // Rank and rank count among the ranks on this machine (NCCL: the GPU is local rank modulo
+  // the visible GPUs).
   virtual int local_rank() const = 0;
   virtual int local_size() const = 0;
   virtual CommunicatorKind kind() const = 0;
   const char* name() const { return communicator_kind_names().name(kind()); }
-  // The device this rank computes on (for NCCL: cuda:<local rank>).
+  // The device this rank computes on (for NCCL: cuda:<local rank mod visible GPUs>).
   virtual Device device() const = 0;
 
   // In place on `buf` (f32 or f64): every rank ends with the element-wise sum (or mean).
@@ -168,6 +169,15 @@ class Communicator {
   virtual CommHandle do_iall_gather_v(const Tensor& send, const Tensor& recv,
                                       const std::vector<int64_t>& counts) = 0;
 
+  // For implementations whose collectives finish on a device after the call returns: the
+  // watchdog's probe of them (see Watchdog::set_probe); none by default.
+  virtual std::function<bool(Watchdog::Unfinished*)> device_probe() { return {}; }
+  // Whether a timeout is set (a watchdog runs); the number of the collective in progress.
+  bool watched() const { return watchdog_ != nullptr; }
+  int64_t collective_seq() const { return seq_; }
+  // Stops the watchdog: an implementation's destructor calls it before its probe's state goes.
+  void stop_watchdog() { watchdog_.reset(); }
+
  private:
   void check_all_reduce(const char* op, const Tensor& buf) const;
   void check_all_gather_v(const char* op, const Tensor& send, const Tensor& recv,
@@ -203,8 +213,8 @@ bool built_with_nccl();
 
 // kind "local", "mpi", "nccl", or "auto": local when not under mpirun (or one rank),
 // otherwise nccl for a CUDA device when NCCL was built in, else mpi. For nccl the rank's GPU
-// is cuda:<local rank> whatever device.index says; for mpi and local it is `device`.
-// An unknown kind or one not compiled in is an error naming it.
+// is cuda:<local rank mod visible GPUs> whatever device.index says; for mpi and local it is
+// `device`. An unknown kind or one not compiled in is an error naming it.
 std::unique_ptr<Communicator> make_communicator(const std::string& kind, Device device);
 // The kind "auto" resolves to.
 std::string auto_communicator_kind(Device device);

@@ -4,6 +4,8 @@
 // Only a clock can tell, so a background thread watches the one wait in progress and, when
 // it has lasted the timeout, calls `on_expire` (the communicator's: print, then abort every
 // rank). Arming and disarming are a lock and two stores, cheap enough for every collective.
+// Collectives a GPU runs after the call that queued them returned (NCCL) are watched through
+// a probe instead: the host's wait for them happens later, wherever it next waits on the stream.
 #pragma once
 
 #include <chrono>
@@ -31,6 +33,19 @@ class Watchdog {
   Watchdog& operator=(const Watchdog&) = delete;
 
   double timeout() const { return timeout_s_; }
+
+  // The oldest collective queued on a device and not yet finished there.
+  struct Unfinished {
+    const char* what = "";
+    int64_t seq = 0;
+    std::chrono::steady_clock::time_point since;
+  };
+  // Polled at every check on the watchdog thread, under the watchdog's lock (so it must not
+  // block): fills in the oldest unfinished device collective and returns true, or returns
+  // false when there is none. One that waited the timeout is reported as a wait would be.
+  using Probe = std::function<bool(Unfinished* oldest)>;
+  // Once, on the owner's thread; the owner destroys the watchdog before what the probe uses.
+  void set_probe(Probe probe);
   // One wait at a time (a communicator is used by one thread).
   void arm(const char* what, int64_t seq);
   void disarm();
@@ -53,6 +68,8 @@ class Watchdog {
 
  private:
   void loop();
+  // The probe's oldest collective, when it waited the timeout (under the lock).
+  bool device_overdue(Unfinished* oldest, double* waited);
 
   const double timeout_s_;
   const Expire on_expire_;
@@ -64,6 +81,7 @@ class Watchdog {
   const char* what_ = "";
   int64_t seq_ = 0;
   std::chrono::steady_clock::time_point since_;
+  Probe probe_;
   std::thread thread_;  // last: started once everything above is set
 };
 

@@ -6,9 +6,11 @@
 // staged arrays are built; both are reset together.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <vector>
 
+#include "depbloom/backend/runtime.h"
 #include "depbloom/core/arena.h"
 #include "depbloom/model/node_state.h"
 #include "depbloom/model/tgnn.h"
@@ -16,20 +18,28 @@
 
 namespace depbloom::train {
 
+// On a GPU the host arena is pinned, and the device arena stages its uploads through it
+// (asynchronous copies, no host wait). Steps alternate between two pinned arenas, and reset()
+// reuses one only once the stream has passed the step that last filled it; as every training
+// step ends in a host wait (the loss read), that has always happened, and no wait is made.
 class StepArena {
  public:
-  explicit StepArena(Device device) : device_(device), host_(Device::cpu()) {}
+  explicit StepArena(Device device);
+  StepArena(const StepArena&) = delete;
+  StepArena& operator=(const StepArena&) = delete;
+
   Arena& device() { return device_; }
   const Arena& device() const { return device_; }
-  // Host memory for staged arrays (the device arena itself on a CPU run).
-  Arena& host() { return device_.device().is_cpu() ? device_ : host_; }
-  void reset() {
-    device_.reset();
-    host_.reset();
-  }
+  // Host memory for staged arrays (the device arena itself on a CPU run); uploads of arrays
+  // built here need no further copy on the host.
+  Arena& host() { return device_.device().is_cpu() ? device_ : staging_[current_]; }
+  void reset();
 
  private:
-  Arena device_, host_;
+  Arena device_;
+  std::array<Arena, 2> staging_;
+  std::array<backend::StreamMark, 2> marks_;  // the stream after each staging arena's last use
+  size_t current_ = 0;
 };
 
 // What stage() made of a plan: the model's inputs, and where each of the plan's memory rows

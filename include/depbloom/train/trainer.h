@@ -73,6 +73,9 @@ struct EpochResult {
   int64_t events = 0;
   int64_t batches = 0;       // steps
   double memory_rows = 0.0;  // mean distinct (node, time) memory rows per step
+  // Mean host waits for the GPU per training step (backend::host_waits; 0 on the CPU): the
+  // loss read alone makes it 1, anything more is a stall to remove.
+  double host_waits = 0.0;
   double train_seconds = 0.0;
   StageTimes stages;
   EvalResult val, val_new;

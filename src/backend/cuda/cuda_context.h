@@ -9,6 +9,10 @@
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
 
+namespace depbloom::kernels {
+struct IndexFault;
+}
+
 namespace depbloom::backend {
 
 // Makes `device` the calling thread's current CUDA device (cudaSetDevice only when it
@@ -43,11 +47,29 @@ class StreamScope {
 // math mode that backend::tf32() asks for (TF32 tensor ops, or exact FP32).
 cublasHandle_t cublas_handle(int device);
 
+// Queues a copy of `bytes` from pinned host memory to `dst` on GPU `device` on the calling
+// thread's current stream, and returns at once: the source must stay unchanged until the
+// stream has run it.
+void copy_to_device_async(void* dst, const void* pinned_src, size_t bytes, int device);
+
 // Scratch device memory for one op on the current stream of `device` (at least `bytes`,
 // 256-byte aligned). Valid for work queued on that stream until the next workspace() call
 // of this thread for the same device and stream; ops on one stream run in order, so an op
 // may reuse it freely. The buffer only grows (after a warm-up step nothing is allocated);
 // growing first waits for the stream, because queued kernels may still use the old one.
 void* workspace(int device, size_t bytes);
+
+// The calling thread's IndexFault record on `device` (device memory, zeroed once), where its
+// gather/scatter kernels record an index past their table (kernels/gather_scatter.cuh).
+kernels::IndexFault* index_fault(int device);
+
+// The one way the backend waits on the host for a stream of `device`: counts the wait (see
+// backend::host_waits), then throws, naming the op, if the thread's kernels recorded an index
+// fault; that is the next host synchronisation after the faulty kernel, as the host cannot
+// learn of it sooner without waiting.
+void wait_stream(int device, cudaStream_t stream);
+
+// Counts a host wait made by a polling loop outside the backend (NCCL's waits).
+void count_host_wait();
 
 }  // namespace depbloom::backend

@@ -34,7 +34,7 @@ kernels::ActKind act_kind(Act act) {
 void copy_host_device(const Tensor& dst, const Tensor& src, cudaMemcpyKind kind, int device) {
   cudaStream_t stream = backend::enter_device(device);
   DB_CHECK_CUDA(cudaMemcpyAsync(dst.raw(), src.raw(), src.bytes(), kind, stream));
-  DB_CHECK_CUDA(cudaStreamSynchronize(stream));
+  backend::wait_stream(device, stream);
 }
 
 }  // namespace
@@ -77,10 +77,10 @@ void copy(const Tensor& dst, const Tensor& src) {
       DB_CHECK_CUDA(cudaMemcpyAsync(dst.raw(), src.raw(), bytes, cudaMemcpyDeviceToDevice, stream));
       return;
     }
-    DB_CHECK_CUDA(cudaStreamSynchronize(backend::enter_device(dd.index)));
+    backend::wait_stream(dd.index, backend::enter_device(dd.index));
     cudaStream_t stream = backend::enter_device(sd.index);
     DB_CHECK_CUDA(cudaMemcpyPeerAsync(dst.raw(), dd.index, src.raw(), sd.index, bytes, stream));
-    DB_CHECK_CUDA(cudaStreamSynchronize(stream));
+    backend::wait_stream(sd.index, stream);
     return;
   }
   if (dd.is_cuda()) return copy_host_device(dst, src, cudaMemcpyHostToDevice, dd.index);

@@ -114,11 +114,12 @@ void layer_norm_backward(const Tensor& dx, const Tensor& dgamma, const Tensor& d
 
 void gather_rows(const Tensor& out, const Tensor& src, const Tensor& idx) {
   cudaStream_t stream = backend::enter_device(device_of(out));
+  kernels::IndexFault* fault = backend::index_fault(device_of(out));
   const int64_t n = idx.numel();
   const int64_t width = src.row_size();
   with_index(idx, [&](auto* index) {
     DB_CHECK_CUDA(kernels::gather_rows(out.data<float>(), src.data<float>(), index, n, width,
-                                       src.dim(0), stream));
+                                       src.dim(0), fault, stream));
   });
 }
 
@@ -128,10 +129,11 @@ void scatter_add_rows(const Tensor& dst, const Tensor& src, const Tensor& idx, b
   const int64_t width = dst.row_size();
   const int64_t dst_rows = dst.dim(0);
   cudaStream_t stream = backend::enter_device(device);
+  kernels::IndexFault* fault = backend::index_fault(device);
   if (!deterministic) {
     with_index(idx, [&](auto* index) {
       DB_CHECK_CUDA(kernels::scatter_add_rows_atomic(dst.data<float>(), src.data<float>(), index, n,
-                                                     width, dst_rows, stream));
+                                                     width, dst_rows, fault, stream));
     });
     return;
   }
@@ -140,22 +142,24 @@ void scatter_add_rows(const Tensor& dst, const Tensor& src, const Tensor& idx, b
             "deterministic scatter_add_rows on CUDA supports < 2^31 sources and < 2^32 - 1 "
             "destination rows, got {} into {}",
             n, dst_rows);
-  const size_t ws_bytes = kernels::scatter_add_rows_sorted_workspace_bytes(n, dst_rows);
-  DB_ASSERT(ws_bytes > 0, "cannot size the sort of scatter_add_rows ({} rows)", n);
-  void* ws = backend::workspace(device, ws_bytes);
+  const kernels::SortedScatterBytes ws_bytes =
+      kernels::scatter_add_rows_sorted_workspace_bytes(n, dst_rows);
+  DB_ASSERT(ws_bytes.total > 0, "cannot size the sort of scatter_add_rows ({} rows)", n);
+  void* ws = backend::workspace(device, ws_bytes.total);
   with_index(idx, [&](auto* index) {
     DB_CHECK_CUDA(kernels::scatter_add_rows_sorted(dst.data<float>(), src.data<float>(), index, n,
-                                                   width, dst_rows, ws, ws_bytes, stream));
+                                                   width, dst_rows, ws, ws_bytes, fault, stream));
   });
 }
 
 void scatter_rows(const Tensor& dst, const Tensor& src, const Tensor& idx) {
   cudaStream_t stream = backend::enter_device(device_of(dst));
+  kernels::IndexFault* fault = backend::index_fault(device_of(dst));
   const int64_t n = idx.numel();
   const int64_t width = dst.row_size();
   with_index(idx, [&](auto* index) {
     DB_CHECK_CUDA(kernels::scatter_rows(dst.data<float>(), src.data<float>(), index, n, width,
-                                        dst.dim(0), stream));
+                                        dst.dim(0), fault, stream));
   });
 }
 

@@ -92,16 +92,38 @@ void device_free(void* p, int device) noexcept {
   if (e != cudaSuccess) log_cuda_failure("cudaFree", e);
 }
 
-void device_memcpy(void* dst, const void* src, size_t bytes, int kind) {
+void* pinned_malloc(size_t bytes) {
+  void* p = nullptr;
+  DB_CHECK_CUDA(cudaHostAlloc(&p, bytes, cudaHostAllocPortable));
+  return p;
+}
+
+void pinned_free(void* p) noexcept {
+  cudaError_t e = cudaFreeHost(p);
+  if (e != cudaSuccess) log_cuda_failure("cudaFreeHost", e);
+}
+
+namespace {
+// Waits on the host for every stream of `device`, of every thread.
+void wait_for_device(int device) {
+  DB_CHECK_CUDA(cudaSetDevice(device));
+  DB_CHECK_CUDA(cudaDeviceSynchronize());
+}
+}  // namespace
+
+void device_memcpy(void* dst, int dst_device, const void* src, int src_device, size_t bytes,
+                   int kind) {
   cudaMemcpyKind k = kind == 0   ? cudaMemcpyHostToDevice
                      : kind == 1 ? cudaMemcpyDeviceToHost
                                  : cudaMemcpyDeviceToDevice;
+  // The backend's op streams are non-blocking, so nothing orders the legacy stream that
+  // cudaMemcpy uses after their work: wait for the device(s) first (core cannot see the
+  // backend's streams, and a device-wide wait covers every thread's). Afterwards too, as a
+  // pageable copy may return before the data lands and later ops on any stream must see it.
+  if (src_device >= 0) wait_for_device(src_device);
+  if (dst_device >= 0 && dst_device != src_device) wait_for_device(dst_device);
   DB_CHECK_CUDA(cudaMemcpy(dst, src, bytes, k));
-  // cudaMemcpy runs on the legacy stream, which the backend's non-blocking op streams do not
-  // wait for, and from pageable memory it may return before the data lands. These copies
-  // only set buffers up (OwnedTensor::zeros), so waiting for the device here is cheap and
-  // makes every later op, on any stream, see them.
-  DB_CHECK_CUDA(cudaDeviceSynchronize());
+  wait_for_device(dst_device >= 0 ? dst_device : src_device);
 }
 
 }  // namespace depbloom

@@ -15,7 +15,14 @@ void* device_malloc(size_t bytes, int device) {
 
 void device_free(void* /*p*/, int /*device*/) noexcept {}
 
-void device_memcpy(void* /*dst*/, const void* /*src*/, size_t bytes, int /*kind*/) {
+void* pinned_malloc(size_t bytes) {
+  DB_THROW(runtime, "cannot pin {} bytes of host memory: DepBloom was built without CUDA", bytes);
+}
+
+void pinned_free(void* /*p*/) noexcept {}
+
+void device_memcpy(void* /*dst*/, int /*dst_device*/, const void* /*src*/, int /*src_device*/,
+                   size_t bytes, int /*kind*/) {
   DB_THROW(runtime, "cannot copy {} bytes to or from a GPU: DepBloom was built without CUDA",
            bytes);
 }

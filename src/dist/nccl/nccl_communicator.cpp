@@ -3,9 +3,13 @@
 // events, all-gather-v as one group of broadcasts, asynchronous errors polled in waits.
 #include "dist/nccl/nccl_communicator.h"
 
+#include <unistd.h>
+
+#include <array>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <thread>
 
 #include "backend/cuda/cuda_context.h"
@@ -34,7 +38,8 @@ ncclDataType_t nccl_type(DType t) {
 }
 
 // One non-blocking collective queued on the communication stream; `done` is recorded after
-// it. wait() makes the caller's current stream wait for `done` (device-side).
+// it. wait() makes the caller's current stream wait for `done` (device-side); the watchdog's
+// probe watches it until it finishes (track()), so a wait that never ends still times out.
 class NcclPending final : public detail::PendingCollective {
  public:
   NcclPending(NcclCommunicator* comm, cudaEvent_t done, int device)
@@ -65,20 +70,52 @@ class NcclPending final : public detail::PendingCollective {
   bool done_ = false;
 };
 
+// This rank's GPU as "host/PCI bus id" in a fixed-size record ("" when it has none).
+constexpr size_t kGpuKeyBytes = 320;
+std::array<char, kGpuKeyBytes> gpu_key(int device, bool has_gpu) {
+  std::array<char, kGpuKeyBytes> key{};
+  if (!has_gpu) return key;
+  char host[256] = {};
+  char bus[32] = {};
+  gethostname(host, sizeof host - 1);
+  if (cudaDeviceGetPCIBusId(bus, sizeof bus, device) != cudaSuccess) return key;
+  std::snprintf(key.data(), key.size(), "%s/%s", host, bus);
+  return key;
+}
+
+// NCCL refuses two ranks on one GPU, deep in its init; comparing every rank's GPU first gives
+// every rank the same clear refusal. Empty when this rank's GPU is its own.
+std::string shared_gpu_problem(MpiCommunicator& mpi, int device, bool has_gpu) {
+  const auto mine = gpu_key(device, has_gpu);
+  std::vector<char> all(kGpuKeyBytes * static_cast<size_t>(mpi.size()));
+  mpi.all_gather(Tensor(const_cast<char*>(mine.data()), DType::u8, Shape(kGpuKeyBytes)),
+                 Tensor(all.data(), DType::u8, Shape(static_cast<int64_t>(all.size()))));
+  for (int r = 0; r < mpi.size(); ++r) {
+    const char* other = all.data() + kGpuKeyBytes * static_cast<size_t>(r);
+    if (r != mpi.rank() && mine[0] != '\0' && std::strncmp(mine.data(), other, kGpuKeyBytes) == 0)
+      return fmt::format(
+          "rank {} and rank {} share GPU {}; NCCL needs one GPU per rank: start at most one rank "
+          "per GPU, or use the mpi communicator",
+          mpi.rank(), r, mine.data());
+  }
+  return {};
+}
+
 }  // namespace
 
 NcclCommunicator::NcclCommunicator() : mpi_(std::make_unique<MpiCommunicator>(Device::cpu())) {
-  device_ = mpi_->local_rank();
-  // Every rank says whether it can take part before any of them enters NCCL's init (which
-  // would wait forever for a rank that gave up): the GPU exists, and on rank 0 the id.
-  std::string problem;
+  // Local rank modulo the visible GPUs: with one GPU per node for each rank it is the local
+  // rank; where the launcher shows each rank only its own GPU (srun --gpus-per-task=1,
+  // CUDA_VISIBLE_DEVICES per rank) every rank takes its one visible device, cuda:0.
   const int gpus = backend::cuda_device_count();
-  if (device_ >= gpus) {
+  device_ = gpus > 0 ? mpi_->local_rank() % gpus : 0;
+  // Every rank says whether it can take part before any of them enters NCCL's init (which
+  // would wait forever for a rank that gave up): a GPU of its own, and on rank 0 the id.
+  std::string problem = shared_gpu_problem(*mpi_, device_, gpus > 0);
+  if (gpus == 0) {
     problem = fmt::format(
-        "local rank {} has no GPU of its own ({} GPU(s) on this machine); NCCL needs one GPU "
-        "per rank and refuses two ranks on one GPU: start at most {} ranks per machine, or use "
-        "the mpi communicator",
-        device_, gpus, gpus);
+        "local rank {} sees no GPU; NCCL needs one GPU per rank (use the mpi communicator)",
+        mpi_->local_rank());
   }
   ncclUniqueId id{};
   if (problem.empty() && mpi_->rank() == 0) {
@@ -102,12 +139,14 @@ NcclCommunicator::NcclCommunicator() : mpi_(std::make_unique<MpiCommunicator>(De
 }
 
 NcclCommunicator::~NcclCommunicator() {
+  stop_watchdog();  // its thread polls the events and comm_ below
   if (comm_ != nullptr) {
     ncclResult_t r = ncclCommDestroy(comm_);
     if (r != ncclSuccess)
       std::fprintf(stderr, "depbloom: ncclCommDestroy failed: %s\n", ncclGetErrorString(r));
   }
   for (cudaEvent_t e : all_events_) cudaEventDestroy(e);
+  for (cudaEvent_t e : track_events_) cudaEventDestroy(e);
 }
 
 void NcclCommunicator::check_async_error() const {
@@ -120,6 +159,7 @@ void NcclCommunicator::check_async_error() const {
 }
 
 void NcclCommunicator::wait_stream(cudaStream_t stream) const {
+  backend::count_host_wait();
   for (;;) {
     cudaError_t e = cudaStreamQuery(stream);
     if (e == cudaSuccess) return;
@@ -139,6 +179,56 @@ cudaEvent_t NcclCommunicator::acquire_event() {
   DB_CHECK_CUDA(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
   all_events_.push_back(e);
   return e;
+}
+
+void NcclCommunicator::track(cudaStream_t s, const char* what) {
+  if (!watched()) return;
+  std::lock_guard<std::mutex> lock(queued_mu_);
+  cudaEvent_t e = nullptr;
+  if (track_free_.empty()) {
+    DB_CHECK_CUDA(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
+    track_events_.push_back(e);
+  } else {
+    e = track_free_.back();
+    track_free_.pop_back();
+  }
+  DB_CHECK_CUDA(cudaEventRecord(e, s));
+  queued_.push_back(Queued{e, what, collective_seq(), std::chrono::steady_clock::now()});
+}
+
+std::function<bool(Watchdog::Unfinished*)> NcclCommunicator::device_probe() {
+  return [this](Watchdog::Unfinished* oldest) { return oldest_unfinished(oldest); };
+}
+
+// On the watchdog's thread: a failed peer shows as NCCL's asynchronous error, a stopped one
+// as a collective that never finishes (the watchdog times it from when it was queued).
+bool NcclCommunicator::oldest_unfinished(Watchdog::Unfinished* oldest) {
+  std::lock_guard<std::mutex> lock(queued_mu_);
+  if (queued_.empty()) return false;
+  ncclResult_t async = ncclSuccess;
+  if (ncclCommGetAsyncError(comm_, &async) == ncclSuccess && async != ncclSuccess &&
+      async != ncclInProgress) {
+    abort(kTimeoutExitCode,
+          fmt::format("NCCL asynchronous error in {} (collective #{}): {}", queued_.front().what,
+                      queued_.front().seq, ncclGetErrorString(async)));
+  }
+  cudaSetDevice(device_);  // this thread's own device setting, for the queries below
+  while (!queued_.empty()) {
+    const cudaError_t e = cudaEventQuery(queued_.front().done);
+    if (e == cudaErrorNotReady) break;
+    if (e != cudaSuccess) {
+      abort(kTimeoutExitCode,
+            fmt::format("CUDA error after {} (collective #{}): {}", queued_.front().what,
+                        queued_.front().seq, cudaGetErrorString(e)));
+    }
+    track_free_.push_back(queued_.front().done);
+    queued_.pop_front();
+  }
+  if (queued_.empty()) return false;
+  oldest->what = queued_.front().what;
+  oldest->seq = queued_.front().seq;
+  oldest->since = queued_.front().since;
+  return true;
 }
 
 cudaStream_t NcclCommunicator::stream_for(const Tensor& t, const char* op) const {
@@ -162,6 +252,7 @@ void NcclCommunicator::do_all_reduce(const Tensor& buf, ReduceOp op) {
   DB_CHECK_NCCL(ncclAllReduce(buf.raw(), buf.raw(), static_cast<size_t>(buf.numel()),
                               nccl_type(buf.dtype()), op == ReduceOp::mean ? ncclAvg : ncclSum,
                               comm_, s));
+  track(s, "all_reduce (queued on the GPU)");
 }
 
 void NcclCommunicator::do_all_gather(const Tensor& send, const Tensor& recv) {
@@ -171,6 +262,7 @@ void NcclCommunicator::do_all_gather(const Tensor& send, const Tensor& recv) {
   check_async_error();
   DB_CHECK_NCCL(ncclAllGather(send.raw(), recv.raw(), static_cast<size_t>(send.numel()),
                               nccl_type(send.dtype()), comm_, s));
+  track(s, "all_gather (queued on the GPU)");
 }
 
 void NcclCommunicator::queue_all_gather_v(const Tensor& send, const Tensor& recv,
@@ -202,6 +294,7 @@ void NcclCommunicator::do_all_gather_v(const Tensor& send, const Tensor& recv,
   cudaStream_t s = stream_for(recv, "all_gather_v");
   check_async_error();
   queue_all_gather_v(send, recv, counts, s);
+  track(s, "all_gather_v (queued on the GPU)");
 }
 
 void NcclCommunicator::do_broadcast(const Tensor& buf, int root) {
@@ -211,6 +304,7 @@ void NcclCommunicator::do_broadcast(const Tensor& buf, int root) {
   check_async_error();
   DB_CHECK_NCCL(ncclBroadcast(buf.raw(), buf.raw(), static_cast<size_t>(buf.numel()),
                               nccl_type(buf.dtype()), root, comm_, s));
+  track(s, "broadcast (queued on the GPU)");
 }
 
 void NcclCommunicator::do_barrier() {
@@ -231,6 +325,7 @@ CommHandle NcclCommunicator::do_iall_reduce(const Tensor& buf, ReduceOp op) {
   cudaEvent_t done = acquire_event();
   auto pending = std::make_unique<NcclPending>(this, done, device_);
   DB_CHECK_CUDA(cudaEventRecord(done, s));
+  track(s, "iall_reduce (queued on the GPU)");
   return CommHandle(std::move(pending));
 }
 
@@ -243,6 +338,7 @@ CommHandle NcclCommunicator::do_iall_gather_v(const Tensor& send, const Tensor& 
   cudaEvent_t done = acquire_event();
   auto pending = std::make_unique<NcclPending>(this, done, device_);
   DB_CHECK_CUDA(cudaEventRecord(done, s));
+  track(s, "iall_gather_v (queued on the GPU)");
   return CommHandle(std::move(pending));
 }
 

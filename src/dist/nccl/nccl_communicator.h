@@ -1,15 +1,22 @@
-// Internal: the NCCL communicator. One process per GPU (the GPU is the rank's local rank);
+// Internal: the NCCL communicator. One process per GPU (local rank modulo the visible GPUs);
 // the NCCL unique id is broadcast over an MPI communicator that it also uses for barriers
 // and for collectives on CPU tensors. Blocking forms queue on the backend's current
 // stream; non-blocking forms run on a communication stream ordered after the current one by
 // an event, and wait() orders the current stream after them (no host synchronisation).
 // Host-side waits poll ncclCommGetAsyncError so a failed peer becomes an error, not a hang.
+// With a timeout, every collective is watched until it finishes on the GPU: an event recorded
+// after it, polled with the asynchronous error by the watchdog's thread, which aborts the
+// communicator when a collective outlasts dist.timeout_s (the host waits for it elsewhere,
+// such as the loss read, beyond the communicator's sight).
 #pragma once
 
 #include <cuda_runtime.h>
 #include <nccl.h>
 
+#include <chrono>
+#include <deque>
 #include <memory>
+#include <mutex>
 #include <vector>
 
 #include "depbloom/core/cuda_resources.h"
@@ -48,8 +55,21 @@ class NcclCommunicator final : public Communicator {
   CommHandle do_iall_reduce(const Tensor& buf, ReduceOp op) override;
   CommHandle do_iall_gather_v(const Tensor& send, const Tensor& recv,
                               const std::vector<int64_t>& counts) override;
+  std::function<bool(Watchdog::Unfinished*)> device_probe() override;
 
  private:
+  // A collective queued on the GPU and not yet seen finished by the probe.
+  struct Queued {
+    cudaEvent_t done;
+    const char* what;
+    int64_t seq;
+    std::chrono::steady_clock::time_point since;
+  };
+  // Watches the collective just queued on `s` until it finishes there (with a timeout set).
+  void track(cudaStream_t s, const char* what);
+  // The watchdog's probe: drops finished collectives, aborts on an asynchronous NCCL error.
+  bool oldest_unfinished(Watchdog::Unfinished* oldest);
+
   // The current stream of the backend on this rank's GPU, after checking that `t` lives there.
   cudaStream_t stream_for(const Tensor& t, const char* op) const;
   // The communication stream, ordered after everything queued so far on `current`.
@@ -64,6 +84,9 @@ class NcclCommunicator final : public Communicator {
   CudaEvent ready_;
   std::vector<cudaEvent_t> all_events_;
   std::vector<cudaEvent_t> free_events_;
+  std::mutex queued_mu_;  // the tracking below, shared with the watchdog's thread
+  std::deque<Queued> queued_;
+  std::vector<cudaEvent_t> track_events_, track_free_;
 };
 
 }  // namespace depbloom::dist
