@@ -53,12 +53,25 @@ double rel(double a, double b) {
   return std::abs(a - b) / std::max(1e-12, std::abs(b));
 }
 
+// max |gpu - cpu| of two f32 tensors of one shape (the first on cuda:0).
+float max_abs_diff(const depbloom::Tensor& on_gpu, const depbloom::Tensor& on_cpu) {
+  depbloom::OwnedTensor host(on_gpu.dtype(), on_gpu.shape());
+  depbloom::ops::copy(host.view(), on_gpu);
+  depbloom::backend::synchronize(0);
+  const float* a = host.view().data<float>();
+  const float* b = on_cpu.data<float>();
+  float worst = 0;
+  for (int64_t i = 0; i < on_cpu.numel(); ++i) worst = std::max(worst, std::abs(a[i] - b[i]));
+  return worst;
+}
+
 // Each step of a short epoch, teacher-forced: before the step the GPU trainer loads the CPU
-// trainer's parameters, Adam state and node state, so the two losses differ by one forward's
-// f32 rounding (summation order, ~1e-6 relative), not by what earlier steps amplified. Then the test split,
-// scored by both from the same state. Free-running f32 traces drift about tenfold per step
-// (docs/dist.md), and a near-chance model's AP moves with tiny score changes; the first GPU
-// run found val AP 0.02-0.03 apart after 8 free-running steps with losses within 2e-3.
+// trainer's parameters, Adam state and node state, so the two losses and the rows the step
+// writes differ by one step's f32 rounding (summation order, ~1e-6), not by what earlier
+// steps amplified. Then the test split, scored by both from the same state. Free-running f32
+// traces drift about tenfold per step (docs/dist.md), and a near-chance model's AP moves
+// with tiny score changes: the first H200 run found val AP 0.02-0.03 apart after 8
+// free-running steps.
 TEST_F(GpuTrainer, CudaStepsAndScoresEqualTheCpuFromTheSameState) {
   data::SynthSpec spec;
   spec.scale = 0.02;
@@ -81,12 +94,17 @@ TEST_F(GpuTrainer, CudaStepsAndScoresEqualTheCpuFromTheSameState) {
     const train::Schedule& sg = gpu.schedule_epoch();
     ASSERT_EQ(sc.size(), sg.size());
     double worst = 0;
+    float worst_state = 0;
     for (int64_t i = 0; i < sc.size(); ++i) {
       gpu.load(cpu.save(1, ""));
       const double lc = cpu.train_step(sc.step(i), 1);
       const double lg = gpu.train_step(sg.step(i), 1);
       worst = std::max(worst, rel(lg, lc));
       EXPECT_LT(rel(lg, lc), 1e-5) << "step " << i + 1 << ": " << lg << " vs " << lc;
+      // The step's write-back: memory rows and mails as the CPU wrote them.
+      worst_state = std::max({worst_state, max_abs_diff(gpu.state().memory(), cpu.state().memory()),
+                              max_abs_diff(gpu.state().mail(), cpu.state().mail())});
+      EXPECT_LT(worst_state, 1e-5f) << "step " << i + 1;
     }
     gpu.load(cpu.save(1, ""));
     const auto [tc, tc_new] = cpu.test();
@@ -94,13 +112,16 @@ TEST_F(GpuTrainer, CudaStepsAndScoresEqualTheCpuFromTheSameState) {
     ASSERT_TRUE(tc.valid && tg.valid);
     EXPECT_NEAR(tg.whole.ap, tc.whole.ap, 1e-3);
     EXPECT_NEAR(tg.batch_mean.ap, tc.batch_mean.ap, 1e-3);
-    std::printf("[%s] %lld steps: worst step loss rel. diff %.1e; test AP %.6f (GPU) vs %.6f\n",
-                c.name, static_cast<long long>(sc.size()), worst, tg.whole.ap, tc.whole.ap);
+    std::printf(
+        "[%s] %lld steps: worst step loss rel. diff %.1e, node state %.1e; test AP %.6f (GPU) "
+        "vs %.6f\n",
+        c.name, static_cast<long long>(sc.size()), worst, worst_state, tg.whole.ap, tc.whole.ap);
   }
 }
 
-// Free-running: the whole 8-step trace within 2e-3 relative (what the drift reaches by step
-// 8), validation run but not compared (see above).
+// Free-running, the GPU trainer carrying its own state from step to step: the first steps
+// agree to f32 rounding; then Adam's drift takes over (measured on an H200: steps 1-3
+// equal, step 4 7e-7, step 5 3e-4, step 8 4e-3 relative), so later steps are printed only.
 TEST_F(GpuTrainer, CudaFollowsTheCpuLossTraceFreeRunning) {
   data::SynthSpec spec;
   spec.scale = 0.02;
@@ -114,10 +135,9 @@ TEST_F(GpuTrainer, CudaFollowsTheCpuLossTraceFreeRunning) {
   gpu.run_epoch(1);
   ASSERT_EQ(cpu.loss_trace().size(), gpu.loss_trace().size());
   for (size_t i = 0; i < cpu.loss_trace().size(); ++i) {
-    EXPECT_NEAR(gpu.loss_trace()[i], cpu.loss_trace()[i], 2e-3 * std::abs(cpu.loss_trace()[i]))
-        << "step " << i;
-    std::printf("step %zu: loss rel. diff %.1e\n", i + 1,
-                rel(gpu.loss_trace()[i], cpu.loss_trace()[i]));
+    const double d = rel(gpu.loss_trace()[i], cpu.loss_trace()[i]);
+    if (i < 3) EXPECT_LT(d, 1e-5) << "step " << i + 1;
+    std::printf("step %zu: loss rel. diff %.1e\n", i + 1, d);
   }
 }
 
