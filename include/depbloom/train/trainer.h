@@ -115,6 +115,9 @@ class Trainer {
   // The plan the sample stage makes for `step` (reads no node state): the lookahead's.
   void plan_step(BatchPlan& out, const ScheduledStep& step, int epoch);
   const BatchPlan& last_plan() const { return data_.plan; }
+  // The writes this rank's last step collected (valid until the next step): what a deferred
+  // write-back would apply.
+  const model::WriteSet& last_writes() const { return data_.writes; }
   // One device's loss of the step on events[0, count), changing nothing but the gradients
   // (which it fills when with_gradients): for gradient checks.
   double step_loss(const int64_t* events, int64_t count, int epoch, bool with_gradients);
