@@ -55,6 +55,29 @@ TEST_F(WikiPlans, EveryWindowWithinTheImbalanceBound) {
   }
 }
 
+// Hash puts node n in part n mod P: a window's cut events are those whose endpoints differ
+// mod P, and every event runs in one of its endpoints' parts unless rebalancing moved it.
+TEST_F(WikiPlans, HashPartsAreNodeIdModRanks) {
+  const data::EventStream& s = wiki_->stream;
+  for (int ranks : kRanks) {
+    const WindowPlan& plan = plans_.at({PartitionMethod::hash, ranks});
+    int64_t away = 0, events = 0;
+    for (const PlanWindow& w : plan.windows) {
+      int64_t cut = 0;
+      for (size_t p = 0; p < w.parts.size(); ++p)
+        for (int64_t row : w.parts[p].events) {
+          const int32_t src_part = s.src[size_t(row)] % ranks,
+                        dst_part = s.dst[size_t(row)] % ranks;
+          cut += src_part != dst_part;
+          away += src_part != int32_t(p) && dst_part != int32_t(p);
+          ++events;
+        }
+      EXPECT_EQ(w.stats.cut_events, cut);
+    }
+    EXPECT_LE(away, events / 100) << "P=" << ranks << ": events away from both endpoints";
+  }
+}
+
 TEST_F(WikiPlans, SameInputsSamePlan) {
   for (PartitionMethod method : methods()) {
     const WindowPlan again = plan(method, 4);
