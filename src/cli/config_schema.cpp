@@ -5,6 +5,7 @@
 // DepBloom's. docs/configs.md is generated from this list.
 #include "depbloom/cli/options.h"
 #include "depbloom/dist/communicator.h"
+#include "depbloom/partition/partition_config.h"
 
 namespace depbloom::cli {
 
@@ -110,7 +111,7 @@ void declare_sampling_memory(OptionRegistry& r) {
          "self: mail to the event's endpoints; neighbors: also to their neighbours (APAN)");
 }
 
-// TGL's gnn and train sections, and the data-parallel strategy.
+// TGL's gnn and train sections, the data-parallel strategy and its window plan.
 void declare_gnn_train(OptionRegistry& r) {
   r.bind("gnn.arch", FIELD(gnn.arch), gnn_arch_names(),
          "embedding module on top of the memory: TGL's attention layer, the TGN authors' "
@@ -154,6 +155,18 @@ void declare_gnn_train(OptionRegistry& r) {
                 "data-parallel strategy: strict = each batch split into one contiguous slice per "
                 "rank, gradients all-reduced and the written memory and mails all-gathered after "
                 "every step; with one rank every strategy is single-device training");
+  // Read by the window plan (docs/strategies.md); no strategy runs one yet.
+  r.bind("partition.window_steps", FIELD(trainer.partition.window_steps),
+         "steps per temporal window: W = window_steps x train.batch_size events (for the "
+         "coming depbloom strategy; accepted and unused today)",
+         1);
+  r.bind("partition.method", FIELD(trainer.partition.method), partition::partition_method_names(),
+         "how a window's nodes are split over the ranks: metis (k-way on the window's "
+         "interaction graph), fennel (streaming, warm-started from the previous window) or hash "
+         "(node id mod ranks) (for the coming depbloom strategy; accepted and unused today)");
+  r.bind("partition.imbalance", FIELD(trainer.partition.imbalance),
+         "bound on a window's most loaded part: its events / the mean over the ranks (for the "
+         "coming depbloom strategy; accepted and unused today)");
 }
 
 // Where the events come from and how they are read and split (docs/data.md).

@@ -22,6 +22,7 @@
 #include "depbloom/model/node_state.h"
 #include "depbloom/model/parameters.h"
 #include "depbloom/model/tgnn.h"
+#include "depbloom/partition/partition_config.h"
 #include "depbloom/train/batch_plan.h"
 #include "depbloom/train/checkpoint.h"
 #include "depbloom/train/metrics.h"
@@ -56,6 +57,8 @@ struct TrainerConfig {
   // single-device training, unchanged, whatever the strategy.
   std::string strategy = "strict";
   dist::Communicator* comm = nullptr;
+  // The temporal windows and the partitioner of the window plan (partition/window_plan.h).
+  partition::PartitionConfig partition;
 };
 
 struct EvalResult {
