@@ -12,6 +12,7 @@
 #include "depbloom/core/timer.h"
 #include "depbloom/data/loader.h"
 #include "depbloom/data/split.h"
+#include "depbloom/partition/partition_config.h"
 #include "depbloom/train/fit.h"
 #include "depbloom/train/run_log.h"
 
@@ -186,6 +187,7 @@ train::TrainerConfig trainer_config(const RunConfig& c, Device device) {
   require(t.lr > 0, "train.lr", "the learning rate must be positive");
   require(!(t.dtype == DType::f64 && device.is_cuda()), "run.dtype",
           "f64 runs on the CPU only; use run.device: cpu");
+  partition::check_partition_config(t.partition);  // refused at start, not when first used
   t.device = device;
   if (auto problem = model::find_problem(m))
     DB_THROW(config, "{}: {}", model_field_key(problem->field), problem->why);
