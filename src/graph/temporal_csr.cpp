@@ -75,8 +75,8 @@ namespace {
                                       int32_t num_nodes) {
   const int64_t e = ids != nullptr ? ids[bad] : bad;
   if (e < 0 || e >= total || (ids != nullptr && bad > 0 && e <= ids[bad - 1])) {
-    DB_THROW(data, "event list for the temporal CSR: entry {} is {}, not ascending in [0, {})",
-             bad, e, total);
+    DB_THROW(data, "event list for the temporal CSR: entry {} is {}, not ascending in [0, {})", bad,
+             e, total);
   }
   DB_THROW(data,
            "event {} (src {}, dst {}, ts {}) cannot enter the temporal CSR: ids must lie in "

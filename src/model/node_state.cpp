@@ -108,16 +108,22 @@ int NodeState::newest_mail_slot(int64_t node) const {
 
 namespace {
 
-// rows[pos] for the winning positions, or rows itself when every position wins in order.
-Tensor winners(Arena& arena, const Tensor& rows, int64_t total, const std::vector<int64_t>& pos) {
+// The winning positions on the device, or an undefined tensor when every position wins in
+// order (the writes are then used as they are): one upload serves rows and times.
+Tensor winner_index(Arena& arena, int64_t total, const std::vector<int64_t>& pos) {
   const auto n = static_cast<int64_t>(pos.size());
-  const int64_t width = rows.numel() / std::max<int64_t>(total, 1);
-  const Tensor all = rows.reshape(Shape(total, width));
   bool in_order = n == total;
   for (int64_t i = 0; in_order && i < n; ++i) in_order = pos[static_cast<size_t>(i)] == i;
-  if (in_order) return all;
-  Tensor out = arena.alloc(rows.dtype(), Shape(n, width));
-  ops::gather_rows(out, all, upload(arena, pos.data(), Shape(n)));
+  return in_order ? Tensor() : upload(arena, pos.data(), Shape(n));
+}
+
+// rows [total, ...] at the winning positions (rows itself when `index` is undefined).
+Tensor winners(Arena& arena, const Tensor& rows, int64_t total, const Tensor& index) {
+  const int64_t width = rows.numel() / std::max<int64_t>(total, 1);
+  const Tensor all = rows.reshape(Shape(total, width));
+  if (!index.defined()) return all;
+  Tensor out = arena.alloc(rows.dtype(), Shape(index.numel(), width));
+  ops::gather_rows(out, all, index);
   return out;
 }
 
@@ -162,8 +168,9 @@ int64_t NodeState::apply_memory(const WriteSet& writes, const WriteFilter& filte
   }
   const auto w = static_cast<int64_t>(win_node_.size());
   if (w == 0) return 0;
-  const Tensor rows = winners(arena, writes.mem_rows, writes.mem_count, win_pos_);
-  const Tensor times = winners(arena, writes.mem_time, writes.mem_count, win_pos_);
+  const Tensor index = winner_index(arena, writes.mem_count, win_pos_);
+  const Tensor rows = winners(arena, writes.mem_rows, writes.mem_count, index);
+  const Tensor times = winners(arena, writes.mem_time, writes.mem_count, index);
   write_memory(rows, times.reshape(Shape(w)), upload(arena, win_node_.data(), Shape(w)));
   return w;
 }
@@ -180,8 +187,9 @@ int64_t NodeState::apply_mail(const WriteSet& writes, const WriteFilter& filter,
   }
   const auto m = static_cast<int64_t>(win_slot_.size());
   if (m == 0) return 0;
-  const Tensor rows = winners(arena, writes.mail_rows, writes.mail_count, win_pos_);
-  const Tensor times = winners(arena, writes.mail_time, writes.mail_count, win_pos_);
+  const Tensor index = winner_index(arena, writes.mail_count, win_pos_);
+  const Tensor rows = winners(arena, writes.mail_rows, writes.mail_count, index);
+  const Tensor times = winners(arena, writes.mail_time, writes.mail_count, index);
   write_mail(rows, times.reshape(Shape(m)), upload(arena, win_slot_.data(), Shape(m)));
   return m;
 }

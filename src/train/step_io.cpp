@@ -29,17 +29,22 @@ void StepArena::reset() {
 
 namespace {
 
-template <class T>
-Tensor view_or_copy(const std::vector<T>& host, Shape shape, StepArena& arena) {
-  return upload(arena.device(), host.data(), shape);
-}
-
 // Times in `dtype` (f64 ones are the host array itself on a CPU run).
 Tensor times_in(DType dtype, const std::vector<double>& times, StepArena& arena) {
   const Shape shape(static_cast<int64_t>(times.size()));
   if (dtype == DType::f64) return upload(arena.device(), times.data(), shape);
   Tensor host = arena.host().alloc(DType::f32, shape);
   for (size_t i = 0; i < times.size(); ++i) host.data<float>()[i] = static_cast<float>(times[i]);
+  return upload(arena.device(), host);
+}
+
+// Plan rows -> input rows of the staged batch, on the device.
+Tensor input_rows(const std::vector<int32_t>& rows, const StagedBatch& staged, StepArena& arena) {
+  const auto n = static_cast<int64_t>(rows.size());
+  if (staged.row_of == nullptr) return upload(arena.device(), rows.data(), Shape(n));
+  Tensor host = arena.host().alloc(DType::i32, Shape(n));
+  for (int64_t i = 0; i < n; ++i)
+    host.data<int32_t>()[i] = staged.input_row(rows[static_cast<size_t>(i)]);
   return upload(arena.device(), host);
 }
 
@@ -58,17 +63,6 @@ void BatchStager::order_rows_by_mail(const BatchPlan& plan, const model::NodeSta
   for (size_t i = 0; i < u; ++i)
     if (state.mail_count(plan.mem_node[i]) == 0) row_of_[i] = next++;
   for (size_t i = 0; i < u; ++i) order_[static_cast<size_t>(row_of_[i])] = static_cast<int32_t>(i);
-}
-
-// Row indices in input order (renumbered when rows were reordered).
-Tensor BatchStager::stage_rows(const std::vector<int32_t>& rows, StepArena& arena) const {
-  const Shape shape(static_cast<int64_t>(rows.size()));
-  if (with_mail_ < 0) return view_or_copy(rows, shape, arena);
-  Tensor host = arena.host().alloc(DType::i32, shape);
-  int32_t* out = host.data<int32_t>();
-  for (size_t i = 0; i < rows.size(); ++i)
-    out[i] = rows[i] < 0 ? rows[i] : row_of_[static_cast<size_t>(rows[i])];
-  return upload(arena.device(), host);
 }
 
 StagedBatch BatchStager::stage(const BatchPlan& plan, const model::NodeState& state,
@@ -92,7 +86,7 @@ StagedBatch BatchStager::stage(const BatchPlan& plan, const model::NodeState& st
   };
   in_order(plan.mem_node, mem_node_);
   in_order(plan.mem_time, mem_time_);
-  in.mem_node = view_or_copy(mem_node_, Shape(u), arena);
+  in.mem_node = upload(arena.device(), mem_node_.data(), Shape(u));
   in.mem_time = times_in(dtype_, mem_time_, arena);
   if (cfg_.jodie) {
     inv_time_.resize(static_cast<size_t>(u));
@@ -108,14 +102,15 @@ StagedBatch BatchStager::stage(const BatchPlan& plan, const model::NodeState& st
     }
     in.mem_mask = upload(arena.device(), mask);
     in_order(plan.mem_id, mem_id_);
-    in.mem_id = view_or_copy(mem_id_, Shape(u), arena);
+    in.mem_id = upload(arena.device(), mem_id_.data(), Shape(u));
   }
-  in.root_row = stage_rows(plan.root_row, arena);
+  in.root_row = input_rows(plan.root_row, out, arena);
   for (int32_t l = 0; l < cfg_.hops; ++l) {
     const graph::Block& blk = plan.blocks.hop(l);
     const Shape grid(blk.num_roots, blk.k);
-    in.root_id[l] = view_or_copy(plan.root_id[static_cast<size_t>(l)], Shape(blk.num_roots), arena);
-    in.slot_row[l] = stage_rows(plan.slot_row[static_cast<size_t>(l)], arena);
+    in.root_id[l] =
+        upload(arena.device(), plan.root_id[static_cast<size_t>(l)].data(), Shape(blk.num_roots));
+    in.slot_row[l] = input_rows(plan.slot_row[static_cast<size_t>(l)], out, arena);
     in.slot_eid[l] = upload(arena.device(), blk.eid, Shape(blk.num_slots()));
     in.slot_mask[l] = upload(arena.device(), blk.mask, grid);
     if (dtype_ == DType::f32) {
@@ -128,20 +123,6 @@ StagedBatch BatchStager::stage(const BatchPlan& plan, const model::NodeState& st
   }
   return out;
 }
-
-namespace {
-
-// Plan rows -> input rows of the staged batch, on the device.
-Tensor input_rows(const std::vector<int32_t>& rows, const StagedBatch& staged, StepArena& arena) {
-  const auto n = static_cast<int64_t>(rows.size());
-  if (staged.row_of == nullptr) return upload(arena.device(), rows.data(), Shape(n));
-  Tensor host = arena.host().alloc(DType::i32, Shape(n));
-  for (int64_t i = 0; i < n; ++i)
-    host.data<int32_t>()[i] = staged.input_row(rows[static_cast<size_t>(i)]);
-  return upload(arena.device(), host);
-}
-
-}  // namespace
 
 model::WriteSet collect(const BatchPlan& plan, const StagedBatch& staged, const PlanConfig& cfg,
                         const Tensor& updated, const Tensor& last_update, const Tensor& edge_feat,

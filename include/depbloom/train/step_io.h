@@ -65,7 +65,6 @@ class BatchStager {
 
  private:
   void order_rows_by_mail(const BatchPlan& plan, const model::NodeState& state);
-  Tensor stage_rows(const std::vector<int32_t>& rows, StepArena& arena) const;
 
   PlanConfig cfg_;
   DType dtype_;
