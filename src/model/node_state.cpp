@@ -22,6 +22,10 @@ NodeState::NodeState(int64_t num_nodes, int64_t memory_dim, int64_t mail_dim, in
   mail_ts_ = OwnedTensor(dtype, Shape(num_nodes, mail_slots), device);
   head_.assign(static_cast<size_t>(num_nodes), 0);
   count_.assign(static_cast<size_t>(num_nodes), 0);
+  // apply()'s scratch: which node or ring slot an apply has written, and at which winner.
+  const auto n = static_cast<size_t>(num_nodes), flat = n * static_cast<size_t>(mail_slots);
+  node_stamp_.assign(n, 0), node_pos_.assign(n, 0);
+  slot_stamp_.assign(flat, 0), slot_pos_.assign(flat, 0);
   reset();
 }
 
@@ -134,12 +138,6 @@ int64_t NodeState::apply(const WriteSet& writes, const WriteFilter& filter, Aren
     std::fill(node_stamp_.begin(), node_stamp_.end(), 0);
     std::fill(slot_stamp_.begin(), slot_stamp_.end(), 0);
     stamp_ = 1;
-  }
-  const auto n = static_cast<size_t>(num_nodes_);
-  if (node_stamp_.size() != n) {
-    node_stamp_.assign(n, 0), node_pos_.assign(n, 0);
-    slot_stamp_.assign(n * static_cast<size_t>(slots_), 0);
-    slot_pos_.assign(n * static_cast<size_t>(slots_), 0);
   }
   return apply_memory(writes, filter, arena) + apply_mail(writes, filter, arena);
 }
