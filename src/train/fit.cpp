@@ -43,9 +43,10 @@ int resume(Trainer& trainer, const std::string& dir, BestSoFar& best) {
 
 void log_steps(const std::string& run_dir, int epoch, const std::vector<double>& trace,
                size_t from) {
+  std::vector<json> lines;
   for (size_t i = from; i < trace.size(); ++i)
-    append_json_line(in_dir(run_dir, "steps.jsonl"),
-                     {{"epoch", epoch}, {"step", i - from + 1}, {"loss", trace[i]}});
+    lines.push_back({{"epoch", epoch}, {"step", i - from + 1}, {"loss", trace[i]}});
+  append_json_lines(in_dir(run_dir, "steps.jsonl"), lines);
 }
 
 }  // namespace

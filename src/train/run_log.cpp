@@ -2,6 +2,7 @@
 #include "depbloom/train/run_log.h"
 
 #include <fstream>
+#include <vector>
 
 #include "depbloom/core/error.h"
 
@@ -58,10 +59,14 @@ json epoch_json(const EpochResult& r) {
           {"comm", comm_json(r)}};
 }
 
-void append_json_line(const std::string& file, const json& line) {
+void append_json_lines(const std::string& file, const std::vector<json>& lines) {
   std::ofstream out(file, std::ios::app);
-  out << line.dump() << "\n";
+  for (const json& line : lines) out << line.dump() << "\n";
   if (!out) DB_THROW(runtime, "cannot write {}", file);
+}
+
+void append_json_line(const std::string& file, const json& line) {
+  append_json_lines(file, {line});
 }
 
 }  // namespace depbloom::train

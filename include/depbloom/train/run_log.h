@@ -4,6 +4,7 @@
 
 #include <nlohmann/json.hpp>
 #include <string>
+#include <vector>
 
 #include "depbloom/train/trainer.h"
 
@@ -16,5 +17,7 @@ nlohmann::json comm_json(const EpochResult& r);
 nlohmann::json epoch_json(const EpochResult& r);
 // Appends one line to `file`; a runtime error naming the file when it cannot.
 void append_json_line(const std::string& file, const nlohmann::json& line);
+// Several lines in one open (an epoch's step losses).
+void append_json_lines(const std::string& file, const std::vector<nlohmann::json>& lines);
 
 }  // namespace depbloom::train
