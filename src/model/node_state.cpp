@@ -103,6 +103,22 @@ int NodeState::claim_mail_slot(int64_t node) {
   return slot;
 }
 
+void NodeState::set_ring(int64_t node, int head, int count) {
+  DB_ASSERT(
+      node >= 0 && node < num_nodes_ && head >= 0 && head < slots_ && count >= 0 && count <= slots_,
+      "node {} ring set to head {} count {} ({} nodes, {} slots)", node, head, count, num_nodes_,
+      slots_);
+  head_[static_cast<size_t>(node)] = head;
+  count_[static_cast<size_t>(node)] = count;
+}
+
+void NodeState::skip_mail_slots(int64_t node, int64_t n) {
+  DB_ASSERT(node >= 0 && node < num_nodes_ && n >= 0, "skip {} slots of node {}", n, node);
+  const auto i = static_cast<size_t>(node);
+  head_[i] = static_cast<int32_t>((head_[i] + n) % slots_);
+  count_[i] = static_cast<int32_t>(std::min<int64_t>(count_[i] + n, slots_));
+}
+
 int NodeState::newest_mail_slot(int64_t node) const {
   DB_ASSERT(node >= 0 && node < num_nodes_, "node {} out of range [0, {})", node, num_nodes_);
   const auto i = static_cast<size_t>(node);

@@ -25,9 +25,20 @@ json eval_json(const EvalResult& r) {
 json comm_json(const EpochResult& r) {
   json j = {{"ranks", r.ranks},
             {"strategy", r.strategy},
-            {"local_events", r.local_events},
-            {"exchanged_rows", r.exchanged_rows},
-            {"exchanged_mails", r.exchanged_mails}};
+            {"local_events", r.counts.local_events},
+            {"exchanged_rows", r.counts.exchanged_rows},
+            {"exchanged_mails", r.counts.exchanged_mails},
+            {"exchanges", r.counts.exchanges},
+            {"exchange_bytes", r.counts.exchange_bytes}};
+  if (r.counts.windows > 0) {
+    const StrategyCounts& c = r.counts;
+    const auto share = [](int64_t a, int64_t b) { return b > 0 ? double(a) / double(b) : 0.0; };
+    j["plan"] = {{"windows", c.windows},
+                 {"cut_fraction", share(c.cut_events, c.plan_events)},
+                 {"max_imbalance", c.max_imbalance},
+                 {"migrated_nodes", c.migrated_nodes},
+                 {"migrated_fraction", share(c.migrated_nodes, c.window_nodes)}};
+  }
   int64_t nonblocking = 0;
   for (int k = 0; k < dist::kNumCollectiveKinds; ++k) {
     const auto kind = static_cast<dist::CollectiveKind>(k);

@@ -8,6 +8,7 @@
 #include <algorithm>
 
 #include "depbloom/core/error.h"
+#include "depbloom/train/depbloom_strategy.h"
 #include "depbloom/train/strict_strategy.h"
 
 namespace depbloom::train {
@@ -52,14 +53,19 @@ void contiguous_schedule(Schedule& out, const std::vector<int64_t>& train, int64
   }
 }
 
-std::unique_ptr<Strategy> make_strict(dist::Communicator& comm) {
-  return std::make_unique<StrictStrategy>(comm);
+std::unique_ptr<Strategy> make_strict(const StrategyContext& ctx) {
+  return std::make_unique<StrictStrategy>(*ctx.comm);
+}
+
+std::unique_ptr<Strategy> make_depbloom(const StrategyContext& ctx) {
+  DB_ASSERT(ctx.stream != nullptr, "the depbloom strategy needs the event stream");
+  return std::make_unique<DepbloomStrategy>(*ctx.comm, *ctx.stream, ctx.partition, ctx.seed);
 }
 
 }  // namespace
 
 void SingleDeviceStrategy::schedule(Schedule& out, const std::vector<int64_t>& train,
-                                    int64_t batch_size, int64_t max_steps) const {
+                                    int64_t batch_size, int64_t max_steps) {
   contiguous_schedule(out, train, batch_size, max_steps, 0, 1, SyncPoint::none);
 }
 
@@ -70,7 +76,7 @@ double SingleDeviceStrategy::reconcile(const StepWrites& w) {
 }
 
 void StrictStrategy::schedule(Schedule& out, const std::vector<int64_t>& train, int64_t batch_size,
-                              int64_t max_steps) const {
+                              int64_t max_steps) {
   contiguous_schedule(out, train, batch_size, max_steps, comm_.rank(), comm_.size(),
                       SyncPoint::exchange);
 }
@@ -81,6 +87,11 @@ const std::vector<StrategyEntry>& strategy_table() {
        "each step split into one contiguous part per rank, gradients all-reduced and the "
        "written memory and mails all-gathered after every step",
        &make_strict},
+      {"depbloom",
+       "the stream cut into windows of partition.window_steps steps, each window's events "
+       "split by a node partition (partition.method) into one sub-chain per rank; gradients "
+       "all-reduced every step, node state exchanged and merged at window ends",
+       &make_depbloom},
   };
   return table;
 }
@@ -98,15 +109,16 @@ const StrategyEntry& strategy_entry(const std::string& name) {
            fmt::join(strategy_names(), ", "));
 }
 
-std::unique_ptr<Strategy> make_strategy(const std::string& name, dist::Communicator* comm) {
+std::unique_ptr<Strategy> make_strategy(const std::string& name, const StrategyContext& ctx) {
   const StrategyEntry& entry = strategy_entry(name);
   // With one rank there is nothing to split or exchange: every strategy is the single-device
   // step (the P = 1 rule), and makes no collective. One rank over an mpi or nccl
   // communicator (named in the config) still runs the strategy, collectives included: the
   // same numbers, and a smoke test of that communicator.
+  const dist::Communicator* comm = ctx.comm;
   if (comm == nullptr || (comm->size() <= 1 && comm->kind() == dist::CommunicatorKind::local))
     return std::make_unique<SingleDeviceStrategy>();
-  return entry.make(*comm);
+  return entry.make(ctx);
 }
 
 }  // namespace depbloom::train

@@ -107,6 +107,10 @@ void StrictStrategy::exchange_and_apply(const StepWrites& w, int64_t mem_total,
   }
   all.mail_order = mail_order_.data();
   state.apply(all, model::WriteFilter{}, arena);
+  const auto width = static_cast<int64_t>(dtype_size(dtype));
+  counts_.exchanges += 1;
+  counts_.exchange_bytes += mem_total * (4 + (d_mem + 1) * width) +
+                            mail_total * (4 + (d_mail + 1) * width);
 }
 
 }  // namespace depbloom::train

@@ -61,7 +61,12 @@ Trainer::Trainer(const data::EventStream& stream, const data::ChronoSplit& split
   model_ = std::make_unique<model::Tgnn>(*store_, cfg_.model);
   store_->finalize();
   store_->initialize(cfg.seed);
-  strategy_ = make_strategy(cfg.strategy, cfg.comm);
+  StrategyContext ctx;
+  ctx.comm = cfg.comm;
+  ctx.stream = &stream;
+  ctx.partition = cfg.partition;
+  ctx.seed = cfg.seed;
+  strategy_ = make_strategy(cfg.strategy, ctx);
   strategy_->sync_parameters(*store_);
   state_ = make_state(stream, cfg_);
   backup_a_ = make_state(stream, cfg_);
@@ -169,9 +174,7 @@ EpochResult Trainer::run_epoch(int epoch, const ProgressFn& progress) {
   if (cfg_.comm != nullptr) {
     r.ranks = cfg_.comm->size();
     r.comm = cfg_.comm->stats();
-    r.local_events = strategy_->counts().local_events;
-    r.exchanged_rows = strategy_->counts().exchanged_rows;
-    r.exchanged_mails = strategy_->counts().exchanged_mails;
+    r.counts = strategy_->counts();
   }
 
   watch.restart();

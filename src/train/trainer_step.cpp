@@ -170,4 +170,12 @@ double Trainer::step_loss(const int64_t* events, int64_t count, int epoch, bool 
   return loss;
 }
 
+const model::WriteSet& Trainer::step_writes() {
+  data_.writes = model::WriteSet{};
+  if (plan_cfg_.memory && data_.plan.batch() > 0)
+    data_.writes = collect(data_.plan, data_.staged, plan_cfg_, data_.updated,
+                           data_.rows.last_update, edge_feat_.view(), arena_);
+  return data_.writes;
+}
+
 }  // namespace depbloom::train

@@ -171,17 +171,17 @@ void expect_strict_matches_one_rank(const char* name, TrainerConfig cfg, Toleran
         std::min(cfg.batch_size, static_cast<int64_t>(train.size()) - b * cfg.batch_size);
     mine += (comm.rank() + 1) * count / comm.size() - comm.rank() * count / comm.size();
   }
-  EXPECT_EQ(rp.local_events, mine);
+  EXPECT_EQ(rp.counts.local_events, mine);
   // The gathers carry 5 f64 per rank, then exactly the rows written: per memory row a node
   // id, a row and a time; per mail a node id, a mail row and a time.
   const auto ds = static_cast<int64_t>(dtype_size(cfg.dtype));
   EXPECT_EQ(rp.comm[CollectiveKind::all_gather].bytes, steps * 5 * 8 * comm.size());
   const model::NodeState& st = many.state();
-  EXPECT_GT(rp.exchanged_rows, 0);
-  EXPECT_GE(rp.exchanged_mails, 2 * rp.events);
+  EXPECT_GT(rp.counts.exchanged_rows, 0);
+  EXPECT_GE(rp.counts.exchanged_mails, 2 * rp.events);
   EXPECT_EQ(rp.comm[CollectiveKind::all_gather_v].bytes,
-            rp.exchanged_rows * (4 + ds * st.memory_dim() + ds) +
-                rp.exchanged_mails * (4 + ds * st.mail_dim() + ds));
+            rp.counts.exchanged_rows * (4 + ds * st.memory_dim() + ds) +
+                rp.counts.exchanged_mails * (4 + ds * st.mail_dim() + ds));
   EXPECT_EQ(r1.comm.total_calls(), 0);
   if (comm.rank() == 0) {
     std::printf(

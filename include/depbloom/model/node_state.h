@@ -76,6 +76,12 @@ class NodeState {
   // advances the ring. Host bookkeeping only: the caller writes the mail row there.
   int claim_mail_slot(int64_t node);
   int mail_count(int64_t node) const { return count_[static_cast<size_t>(node)]; }
+  int ring_head(int64_t node) const { return head_[static_cast<size_t>(node)]; }
+  // One node's ring bookkeeping set back (a window-start ring restored).
+  void set_ring(int64_t node, int head, int count);
+  // Advances `node`'s ring as n claims would, writing nothing: claims made elsewhere whose
+  // mails are no longer held (the depbloom merge's older mails of a wrapped ring).
+  void skip_mail_slots(int64_t node, int64_t n);
   // Slot of the newest mail of `node`; -1 when it has none.
   int newest_mail_slot(int64_t node) const;
 

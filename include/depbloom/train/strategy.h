@@ -10,9 +10,11 @@
 #include <string>
 #include <vector>
 
+#include "depbloom/data/event_stream.h"
 #include "depbloom/dist/communicator.h"
 #include "depbloom/model/node_state.h"
 #include "depbloom/model/parameters.h"
+#include "depbloom/partition/partition_config.h"
 #include "depbloom/train/batch_plan.h"
 #include "depbloom/train/schedule.h"
 #include "depbloom/train/step_io.h"
@@ -41,6 +43,20 @@ struct StrategyCounts {
   int64_t local_events = 0;     // events this rank trained on
   int64_t exchanged_rows = 0;   // memory rows every rank wrote and all of them exchanged
   int64_t exchanged_mails = 0;  // mails likewise
+  int64_t exchange_bytes = 0;   // the node-state exchanges' gathered bytes (ids included)
+  int64_t exchanges = 0;        // sync points where the ranks exchanged node state
+  // depbloom's window plan over the epoch's scheduled windows (0 for the other strategies).
+  int64_t windows = 0, plan_events = 0, cut_events = 0, window_nodes = 0, migrated_nodes = 0;
+  double max_imbalance = 0;
+};
+
+// What a strategy is built from: the communicator (not owned) and, for the window plan, the
+// stream, the partition.* settings and the run's seed.
+struct StrategyContext {
+  dist::Communicator* comm = nullptr;
+  const data::EventStream* stream = nullptr;
+  partition::PartitionConfig partition;
+  uint64_t seed = 0;
 };
 
 class Strategy {
@@ -53,9 +69,10 @@ class Strategy {
   virtual int ranks() const { return 1; }
 
   // This rank's steps of an epoch over `train` (stream rows, ascending) with global steps of
-  // batch_size events, at most max_steps of them (0: all). Views into `train`.
+  // batch_size events, at most max_steps of them (0: all; with several ranks the last one
+  // is a sync point). Views into `train` or into the strategy. Call after begin_epoch().
   virtual void schedule(Schedule& out, const std::vector<int64_t>& train, int64_t batch_size,
-                        int64_t max_steps) const = 0;
+                        int64_t max_steps) = 0;
   // Identical initial parameters on every rank (rank 0's win).
   virtual void sync_parameters(model::ParameterStore& store) { (void)store; }
   // After the backward, before the optimiser: the gradients every rank steps with.
@@ -77,7 +94,7 @@ class SingleDeviceStrategy final : public Strategy {
  public:
   const char* name() const override { return "single-device"; }
   void schedule(Schedule& out, const std::vector<int64_t>& train, int64_t batch_size,
-                int64_t max_steps) const override;
+                int64_t max_steps) override;
   double reconcile(const StepWrites& w) override;
 };
 
@@ -85,7 +102,7 @@ class SingleDeviceStrategy final : public Strategy {
 struct StrategyEntry {
   const char* name;
   const char* summary;  // one line: the log's and the config docs' description
-  std::unique_ptr<Strategy> (*make)(dist::Communicator& comm);
+  std::unique_ptr<Strategy> (*make)(const StrategyContext& ctx);  // ctx.comm is set
 };
 
 // Every strategy strategy.name accepts, in the order the docs list them.
@@ -93,10 +110,10 @@ const std::vector<StrategyEntry>& strategy_table();
 std::vector<std::string> strategy_names();
 const StrategyEntry& strategy_entry(const std::string& name);  // config error if unknown
 
-// The strategy `name` over `comm` (not owned; null: one device). With one rank on the local
+// The strategy `name` over ctx.comm (null: one device). With one rank on the local
 // communicator every strategy is single-device training, exactly; one rank on mpi or nccl
 // runs the strategy with its collectives (same numbers). An unknown name is a config error
 // naming strategy.name.
-std::unique_ptr<Strategy> make_strategy(const std::string& name, dist::Communicator* comm);
+std::unique_ptr<Strategy> make_strategy(const std::string& name, const StrategyContext& ctx);
 
 }  // namespace depbloom::train

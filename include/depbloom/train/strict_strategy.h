@@ -18,7 +18,7 @@ class StrictStrategy final : public Strategy {
   const char* name() const override { return "strict"; }
   int ranks() const override { return comm_.size(); }
   void schedule(Schedule& out, const std::vector<int64_t>& train, int64_t batch_size,
-                int64_t max_steps) const override;
+                int64_t max_steps) override;
   void sync_parameters(model::ParameterStore& store) override;
   void reduce_gradients(model::ParameterStore& store) override;
   double reconcile(const StepWrites& w) override;

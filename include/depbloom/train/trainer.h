@@ -86,9 +86,9 @@ struct EpochResult {
   int ranks = 1;
   std::string strategy;  // the strategy's name ("single-device" with one rank)
   dist::CommStats comm;  // the epoch's collectives (training; evaluation makes none)
-  // With several ranks: the events this rank trained on (its slices), and the memory rows
-  // and mails every rank wrote and all of them exchanged.
-  int64_t local_events = 0, exchanged_rows = 0, exchanged_mails = 0;
+  // With several ranks: the strategy's accounting (the events this rank trained on, the
+  // node-state exchanges, and depbloom's window plan).
+  StrategyCounts counts;
 };
 
 // Called during training with (batches done, batches in the epoch, mean loss so far).
@@ -124,6 +124,10 @@ class Trainer {
   // One device's loss of the step on events[0, count), changing nothing but the gradients
   // (which it fills when with_gradients): for gradient checks.
   double step_loss(const int64_t* events, int64_t count, int epoch, bool with_gradients);
+  // The writes of the last step_loss, collected from its outputs (valid until the next
+  // step; empty when the model keeps no memory): what a rank running that step would apply.
+  // The depbloom strategy's one-process reference applies them to its per-rank replicas.
+  const model::WriteSet& step_writes();
 
   // Parameters, Adam state, node state and the epoch, for checkpoints and resume.
   Checkpoint save(int64_t epoch, const std::string& config_text) const;

@@ -62,7 +62,9 @@ TEST(Strategy, ContiguousPartsCoverTheStepInEventOrder) {
 TEST(Strategy, OneRankIsSingleDevice) {
   std::unique_ptr<dist::Communicator> local = dist::make_communicator("local", Device::cpu());
   for (dist::Communicator* comm : {static_cast<dist::Communicator*>(nullptr), local.get()}) {
-    std::unique_ptr<Strategy> s = make_strategy("strict", comm);
+    StrategyContext ctx;
+    ctx.comm = comm;
+    std::unique_ptr<Strategy> s = make_strategy("strict", ctx);
     EXPECT_STREQ(s->name(), "single-device");
     EXPECT_EQ(s->ranks(), 1);
     // Steps of 2 events over 5 (the last one short), cut after 2 steps by max_steps.
@@ -89,7 +91,7 @@ TEST(Strategy, OneRankIsSingleDevice) {
 }
 
 TEST(Strategy, TheTableServesNamesAndSummaries) {
-  EXPECT_EQ(strategy_names(), std::vector<std::string>{"strict"});
+  EXPECT_EQ(strategy_names(), (std::vector<std::string>{"strict", "depbloom"}));
   for (const StrategyEntry& e : strategy_table()) {
     EXPECT_EQ(&strategy_entry(e.name), &e);
     EXPECT_GT(std::string(e.summary).size(), 20u) << e.name;
@@ -97,9 +99,9 @@ TEST(Strategy, TheTableServesNamesAndSummaries) {
 }
 
 TEST(Strategy, UnknownNameIsAConfigErrorNamingTheKey) {
-  for (const std::string& name : strategy_names()) EXPECT_NO_THROW(make_strategy(name, nullptr));
+  for (const std::string& name : strategy_names()) EXPECT_NO_THROW(make_strategy(name, {}));
   try {
-    make_strategy("depbloom-typo", nullptr);
+    make_strategy("depbloom-typo", {});
     FAIL() << "an unknown strategy was accepted";
   } catch (const Error& e) {
     EXPECT_EQ(e.kind(), ErrorKind::config);
@@ -145,8 +147,8 @@ TEST(Strategy, OneRankCommunicatorTrainsBitForBitAsOneDevice) {
     EXPECT_EQ(b.ranks, 1);
     EXPECT_EQ(b.strategy, "single-device");
     EXPECT_EQ(b.comm.total_calls(), 0);
-    EXPECT_EQ(b.local_events, b.events);
-    EXPECT_EQ(b.exchanged_rows + b.exchanged_mails, 0);
+    EXPECT_EQ(b.counts.local_events, b.events);
+    EXPECT_EQ(b.counts.exchanged_rows + b.counts.exchanged_mails, 0);
   }
   EXPECT_EQ(alone.loss_trace(), one_rank.loss_trace());
 }

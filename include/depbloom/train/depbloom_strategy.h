@@ -1,0 +1,62 @@
+// depbloom: temporally bounded spatial partitioning (DESIGN.md 7.1). The training stream is
+// cut into windows (partition/window_plan.h); in each window every rank runs its own
+// sub-chain of events (a node part's) against its own replica of the node state, which
+// holds its own writes and the other ranks' nodes as of the window start. Gradients are
+// all-reduced every step (each rank's loss weighted by its share of the step's global
+// events), so the parameters stay identical. At a window end the ranks exchange the newest
+// version of every row they wrote and merge them (train/window_exchange.h): the replicas
+// are identical again. Per step: 2 all-reduce (gradients; the loss). Per window end, on top:
+// 1 all-gather (per-rank sizes) and 6 all-gather-v (memory node ids, rows, times; mailed
+// node triples, mail rows, times).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "depbloom/partition/window_plan.h"
+#include "depbloom/train/strategy.h"
+#include "depbloom/train/window_exchange.h"
+
+namespace depbloom::train {
+
+class DepbloomStrategy final : public Strategy {
+ public:
+  // Keeps references to comm and stream.
+  DepbloomStrategy(dist::Communicator& comm, const data::EventStream& stream,
+                   const partition::PartitionConfig& partition, uint64_t seed);
+  const char* name() const override { return "depbloom"; }
+  int ranks() const override { return comm_.size(); }
+  // Per window, this rank's sub-chain's steps, the window's last step an exchange. The plan
+  // is made once per (training events, batch) and kept.
+  void schedule(Schedule& out, const std::vector<int64_t>& train, int64_t batch_size,
+                int64_t max_steps) override;
+  void sync_parameters(model::ParameterStore& store) override;
+  void reduce_gradients(model::ParameterStore& store) override;
+  double reconcile(const StepWrites& w) override;
+
+  // The plan of the last schedule() (none before it).
+  const partition::WindowPlan* window_plan() const { return planned_ ? &plan_ : nullptr; }
+
+ private:
+  void exchange(const StepWrites& w);
+
+  dist::Communicator& comm_;
+  const data::EventStream& stream_;
+  partition::PartitionConfig partition_;
+  uint64_t seed_;
+  partition::WindowPlan plan_;
+  bool planned_ = false;
+  const int64_t* plan_train_ = nullptr;  // the training list and batch the plan was made for
+  size_t plan_size_ = 0;
+  int64_t plan_batch_ = 0;
+
+  std::unique_ptr<WindowJournal> journal_;  // made at the first step (needs the state's sizes)
+  WindowMerger merger_;
+  double loss_sum_ = 0;
+  std::vector<double> my_sizes_, all_sizes_;
+  std::vector<int64_t> mem_counts_, node_counts_, mail_counts_, scaled_;
+  std::vector<int32_t> all_mem_node_, all_triples_;
+};
+
+}  // namespace depbloom::train
