@@ -155,7 +155,7 @@ struct CommandLine {
   std::vector<std::string> sets;
   int64_t threads = -1, seed = -1;
   std::string resume, eval_only;
-  bool print_config = false;
+  bool print_config = false, plan = false;
   int64_t ranks = 1;
 };
 
@@ -171,6 +171,9 @@ void add_flags(CLI::App& app, CommandLine& cl) {
   app.add_option("--resume", cl.resume, "continue the run in this folder from its last.ckpt");
   app.add_option("--eval-only", cl.eval_only, "evaluate this checkpoint on the test split");
   app.add_flag("--print-config", cl.print_config, "print the effective config and exit");
+  app.add_flag("--plan", cl.plan,
+               "print the window plan and the collectives and bytes one epoch of the strategy "
+               "makes over --ranks ranks, then exit without training (one process)");
   app.add_option("--ranks", cl.ranks,
                  "train data-parallel (strict) on this many ranks of this machine: starts "
                  "itself under mpirun")
@@ -280,7 +283,8 @@ int run_train(int argc, char** argv) {
     return code;
   };
   try {
-    if (cl.ranks > 1 && !env.under_mpirun) return relaunch_under_mpirun(argc, argv, cl.ranks);
+    if (cl.ranks > 1 && !env.under_mpirun && !cl.plan)
+      return relaunch_under_mpirun(argc, argv, cl.ranks);
     // Ctrl-C (SIGINT), SIGTERM or SIGHUP end this process at once with 128 + signal; under
     // mpirun that is how mpirun stops the ranks, and a rank blocked in a collective could
     // not stop cleanly anyway (its peers would wait for it). One line says so: rank 0's
@@ -288,7 +292,7 @@ int run_train(int argc, char** argv) {
     dist::install_stop_handlers(
         multi_rank ? fmt::format("[rank {}/{}] ", env.rank, env.size) : "depbloom-train: ",
         multi_rank && (env.rank != 0 || std::getenv(dist::kLauncherEnv) != nullptr));
-    if (cl.ranks > 1 && env.size != cl.ranks)
+    if (cl.ranks > 1 && env.size != cl.ranks && !cl.plan)
       spdlog::warn("--ranks {} ignored: mpirun started {} ranks", cl.ranks, env.size);
     const OptionRegistry cfg = effective_config(cl);
     if (cl.print_config) {
@@ -299,8 +303,13 @@ int run_train(int argc, char** argv) {
     set_cpu_threads(c, env, multi_rank);
     TrainCommand cmd;
     cmd.device = parse_device(c.run.device);
-    comm = connect_ranks(cfg, env, multi_rank, cmd);
     cmd.data_path = c.data.path.empty() ? find_default_data() : c.data.path;
+    if (cl.plan) {  // one process, no communicator, no run folder
+      if (multi_rank) DB_THROW(usage, "--plan runs in one process: use --ranks, not mpirun");
+      cmd.plan_ranks = static_cast<int>(cl.ranks);
+      return run_train_command(cfg, cmd);
+    }
+    comm = connect_ranks(cfg, env, multi_rank, cmd);
     cmd.resume_dir = cl.resume;
     cmd.eval_ckpt = cl.eval_only;
     prepare_run_folder(cfg, cmd);

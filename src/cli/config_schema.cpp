@@ -154,19 +154,20 @@ void declare_gnn_train(OptionRegistry& r) {
   r.bind_choice("strategy.name", FIELD(trainer.strategy), train::strategy_names(),
                 "data-parallel strategy: strict = each batch split into one contiguous slice per "
                 "rank, gradients all-reduced and the written memory and mails all-gathered after "
-                "every step; with one rank every strategy is single-device training");
-  // Read by the window plan (docs/strategies.md); no strategy runs one yet.
+                "every step; depbloom = the stream cut into windows, each window's events split "
+                "by a node partition into one sub-chain per rank, node state exchanged only at "
+                "window ends (docs/strategies.md); with one rank every strategy is single-device "
+                "training");
+  // The depbloom strategy's window plan (docs/strategies.md); strict ignores them.
   r.bind("partition.window_steps", FIELD(trainer.partition.window_steps),
-         "steps per temporal window: W = window_steps x train.batch_size events (for the "
-         "coming depbloom strategy; accepted and unused today)",
-         1);
+         "steps per temporal window: W = window_steps x train.batch_size events (depbloom)", 1);
   r.bind("partition.method", FIELD(trainer.partition.method), partition::partition_method_names(),
          "how a window's nodes are split over the ranks: metis (k-way on the window's "
          "interaction graph), fennel (streaming, warm-started from the previous window) or hash "
-         "(node id mod ranks) (for the coming depbloom strategy; accepted and unused today)");
+         "(node id mod ranks) (depbloom)");
   r.bind("partition.imbalance", FIELD(trainer.partition.imbalance),
-         "bound on a window's most loaded part: its events / the mean over the ranks (for the "
-         "coming depbloom strategy; accepted and unused today)");
+         "bound on a window's most loaded part: its events / the mean over the ranks "
+         "(depbloom)");
 }
 
 // Where the events come from and how they are read and split (docs/data.md).

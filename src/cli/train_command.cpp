@@ -59,6 +59,41 @@ std::string stages_text(const train::EpochResult& r) {
 }
 
 // The log lines of a run: progress within an epoch, each epoch's result, the test.
+// --plan: the strategy's forecast of one training epoch, logged and printed as one JSON
+// line whose "comm" object is what metrics.jsonl's will hold (rank 0's).
+void print_plan(train::Trainer& trainer, const train::TrainerConfig& tc, int ranks) {
+  Stopwatch watch;
+  const train::EpochForecast f = trainer.forecast_epoch(ranks);
+  train::EpochResult r;
+  r.ranks = ranks;
+  r.strategy = ranks > 1 ? tc.strategy : "single-device";
+  r.comm = f.comm;
+  r.counts = f.counts;
+  const train::StrategyCounts& c = f.counts;
+  spdlog::info("plan: strategy {} over {} ranks, batch {}: {} steps, {} events per epoch{}",
+               r.strategy, ranks, tc.batch_size, f.steps, f.events, comm_text(r));
+  if (c.windows > 0)
+    spdlog::info(
+        "plan: {} windows of {} steps ({}); cut fraction {:.4f}, max imbalance {:.3f}, "
+        "{} migrated nodes ({:.1f}% of window nodes)",
+        c.windows, tc.partition.window_steps, partition::partition_method_name(tc.partition.method),
+        c.plan_events > 0 ? double(c.cut_events) / double(c.plan_events) : 0.0, c.max_imbalance,
+        c.migrated_nodes,
+        c.window_nodes > 0 ? 100.0 * double(c.migrated_nodes) / double(c.window_nodes) : 0.0);
+  if (ranks > 1)
+    spdlog::info("plan: {} node-state exchanges: {} memory rows, {} mails, {:.2f} MB", c.exchanges,
+                 c.exchanged_rows, c.exchanged_mails, static_cast<double>(c.exchange_bytes) / 1e6);
+  const json line = {{"plan",
+                      {{"strategy", r.strategy},
+                       {"ranks", ranks},
+                       {"batch_size", tc.batch_size},
+                       {"steps", f.steps},
+                       {"events", f.events},
+                       {"seconds", watch.seconds()},
+                       {"comm", train::comm_json(r)}}}};
+  std::printf("%s\n", line.dump().c_str());
+}
+
 class LoggingObserver final : public train::FitObserver {
  public:
   LoggingObserver(const RunConfig& c, int rank)
@@ -220,6 +255,10 @@ int run_train_command(const OptionRegistry& cfg, const TrainCommand& cmd) {
   if (trainer.strategy().ranks() > 1)
     spdlog::info("strategy {} over {} ranks: {}", trainer.strategy().name(),
                  trainer.strategy().ranks(), train::strategy_entry(tc.strategy).summary);
+  if (cmd.plan_ranks > 0) {
+    print_plan(trainer, tc, cmd.plan_ranks);
+    return 0;
+  }
   const std::string run_dir = cmd.write_files ? cmd.run_dir : std::string();
   if (!cmd.eval_ckpt.empty()) {
     auto [test, test_new] = train::test_checkpoint(trainer, cmd.eval_ckpt, run_dir);

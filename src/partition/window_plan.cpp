@@ -98,19 +98,23 @@ void rebalance(std::vector<int32_t>& event_part, std::vector<int64_t>& load,
   }
 }
 
-// The longest part in steps of rank_batch (the last shorter), which sets the step count;
-// the others spread evenly over those steps (sizes differ by at most one).
-void cut_steps(PlanWindow& w, int64_t rank_batch) {
+// The window takes the steps one device would cut it into (ceil(events / batch)), so the
+// ranks take as many optimiser steps as strict. The longest part fills them in chunks of
+// max(rank_batch, ceil(longest / steps)) events (one device's batches when P = 1; a part
+// over W / P, within the imbalance bound, gets slightly larger steps); every other part
+// spreads evenly over them (sizes differ by at most one).
+void cut_steps(PlanWindow& w, int64_t batch_size, int64_t rank_batch) {
   int64_t longest = 0;
   for (const WindowPart& part : w.parts)
     longest = std::max<int64_t>(longest, static_cast<int64_t>(part.events.size()));
-  w.steps = std::max<int64_t>(1, ceil_div(longest, rank_batch));
+  w.steps = std::max<int64_t>(1, ceil_div(w.events, batch_size));
+  const int64_t chunk = std::max(rank_batch, ceil_div(longest, w.steps));
   for (WindowPart& part : w.parts) {
     const auto n = static_cast<int64_t>(part.events.size());
     part.step_offsets.resize(static_cast<size_t>(w.steps) + 1);
     for (int64_t step = 0; step <= w.steps; ++step)
       part.step_offsets[size_t(step)] =
-          n == longest ? std::min(n, step * rank_batch) : step * n / w.steps;
+          n == longest ? std::min(n, step * chunk) : step * n / w.steps;
   }
 }
 
@@ -132,7 +136,7 @@ PlanWindow plan_window(const data::EventStream& s, const int64_t* rows, int64_t 
     w.parts[size_t(event_part[size_t(i)])].events.push_back(rows[i]);
   const int64_t most = *std::max_element(w.stats.part_events.begin(), w.stats.part_events.end());
   w.stats.imbalance = double(most) * plan.ranks / double(count);
-  cut_steps(w, plan.rank_batch);
+  cut_steps(w, plan.batch_size, plan.rank_batch);
   return w;
 }
 

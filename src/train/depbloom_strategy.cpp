@@ -12,21 +12,13 @@ DepbloomStrategy::DepbloomStrategy(dist::Communicator& comm, const data::EventSt
   partition::check_partition_config(partition);
 }
 
-void DepbloomStrategy::schedule(Schedule& out, const std::vector<int64_t>& train,
-                                int64_t batch_size, int64_t max_steps) {
-  if (!planned_ || plan_train_ != train.data() || plan_size_ != train.size() ||
-      plan_batch_ != batch_size) {
-    plan_ =
-        partition::make_window_plan(stream_, train, comm_.size(), batch_size, partition_, seed_);
-    planned_ = true, plan_train_ = train.data(), plan_size_ = train.size();
-    plan_batch_ = batch_size;
-  }
+void window_schedule(Schedule& out, const partition::WindowPlan& plan, int rank, int64_t max_steps,
+                     StrategyCounts& counts) {
   out.clear();
-  const auto rank = static_cast<size_t>(comm_.rank());
   int64_t index = 0;
-  for (const partition::PlanWindow& window : plan_.windows) {
+  for (const partition::PlanWindow& window : plan.windows) {
     if (max_steps > 0 && index >= max_steps) break;
-    const partition::WindowPart& mine = window.parts[rank];
+    const partition::WindowPart& mine = window.parts[static_cast<size_t>(rank)];
     for (int64_t s = 0; s < window.steps && (max_steps <= 0 || index < max_steps); ++s) {
       const auto at = static_cast<size_t>(s);
       ScheduledStep step;
@@ -48,13 +40,25 @@ void DepbloomStrategy::schedule(Schedule& out, const std::vector<int64_t>& train
       out.add(step);
     }
     const partition::WindowStats& st = window.stats;
-    counts_.windows += 1;
-    counts_.plan_events += window.events;
-    counts_.cut_events += st.cut_events;
-    counts_.window_nodes += st.nodes;
-    counts_.migrated_nodes += st.migrated_nodes;
-    counts_.max_imbalance = std::max(counts_.max_imbalance, st.imbalance);
+    counts.windows += 1;
+    counts.plan_events += window.events;
+    counts.cut_events += st.cut_events;
+    counts.window_nodes += st.nodes;
+    counts.migrated_nodes += st.migrated_nodes;
+    counts.max_imbalance = std::max(counts.max_imbalance, st.imbalance);
   }
+}
+
+void DepbloomStrategy::schedule(Schedule& out, const std::vector<int64_t>& train,
+                                int64_t batch_size, int64_t max_steps) {
+  if (!planned_ || plan_train_ != train.data() || plan_size_ != train.size() ||
+      plan_batch_ != batch_size) {
+    plan_ =
+        partition::make_window_plan(stream_, train, comm_.size(), batch_size, partition_, seed_);
+    planned_ = true, plan_train_ = train.data(), plan_size_ = train.size();
+    plan_batch_ = batch_size;
+  }
+  window_schedule(out, plan_, comm_.rank(), max_steps, counts_);
 }
 
 void DepbloomStrategy::sync_parameters(model::ParameterStore& store) {
@@ -146,6 +150,74 @@ void DepbloomStrategy::exchange(const StepWrites& w) {
   counts_.exchanged_mails += mail_total;
   counts_.exchange_bytes += mem_total * (4 + (d_mem + 1) * width) + node_total * 3 * 4 +
                             mail_total * (d_mail + 1) * width;
+}
+
+}  // namespace depbloom::train
+
+namespace depbloom::train {
+
+EpochForecast DepbloomStrategy::forecast(const ForecastInput& in) {
+  EpochForecast f;
+  const partition::WindowPlan plan = partition::make_window_plan(
+      *in.stream, *in.train, in.ranks, in.batch_size, in.partition, in.seed);
+  std::vector<Schedule> schedules(static_cast<size_t>(in.ranks));
+  StrategyCounts others;
+  for (int r = 0; r < in.ranks; ++r)
+    window_schedule(schedules[static_cast<size_t>(r)], plan, r, in.max_steps,
+                    r == 0 ? f.counts : others);
+  const Schedule& first = schedules[0];
+  for (int64_t i = 0; i < first.size(); ++i) {
+    f.steps += 1, f.events += first.step(i).global_count;
+    f.counts.local_events += first.step(i).count;
+    f.comm.add(dist::CollectiveKind::all_reduce, in.parameter_bytes, false);
+    f.comm.add(dist::CollectiveKind::all_reduce, 8, false);  // the loss
+  }
+  if (!in.memory) return f;
+  // Per window end, summed over the ranks: memory rows, mailed nodes, mails held.
+  struct Sizes {
+    int64_t rows = 0, nodes = 0, mails = 0;
+  };
+  std::vector<Sizes> ends;
+  const auto n = static_cast<size_t>(in.stream->num_nodes);
+  std::vector<uint8_t> wrote(n, 0);
+  std::vector<int32_t> claims(n, 0), touched;
+  BatchPlan bp;
+  for (const Schedule& mine : schedules) {
+    size_t end = 0;
+    for (int64_t i = 0; i < mine.size(); ++i) {
+      const ScheduledStep& step = mine.step(i);
+      if (step.count > 0) {
+        in.plan(bp, step);
+        for (const int32_t v : bp.writes.mem_node) wrote[static_cast<size_t>(v)] = 1;
+        for (const int32_t v : bp.writes.mail_node)
+          if (claims[static_cast<size_t>(v)]++ == 0) touched.push_back(v);
+        for (const int32_t v : bp.writes.mem_node) touched.push_back(v);
+      }
+      if (step.sync != SyncPoint::exchange) continue;
+      if (ends.size() <= end) ends.resize(end + 1);
+      Sizes& sz = ends[end++];
+      for (const int32_t v : touched) {
+        const auto k = static_cast<size_t>(v);
+        if (wrote[k] != 0) sz.rows += 1, wrote[k] = 0;
+        if (claims[k] > 0) sz.nodes += 1, sz.mails += std::min(claims[k], in.mail_slots);
+        claims[k] = 0;
+      }
+      touched.clear();
+    }
+  }
+  const int64_t vb = in.value_bytes;
+  for (const Sizes& sz : ends) {
+    f.comm.add(dist::CollectiveKind::all_gather, 3 * in.ranks * 8, false);
+    for (const int64_t bytes : {4 * sz.rows, sz.rows * in.memory_dim * vb, sz.rows * vb,
+                                12 * sz.nodes, sz.mails * in.mail_dim * vb, sz.mails * vb})
+      f.comm.add(dist::CollectiveKind::all_gather_v, bytes, false);
+    f.counts.exchanges += 1;
+    f.counts.exchanged_rows += sz.rows;
+    f.counts.exchanged_mails += sz.mails;
+    f.counts.exchange_bytes += sz.rows * (4 + (in.memory_dim + 1) * vb) + sz.nodes * 12 +
+                               sz.mails * (in.mail_dim + 1) * vb;
+  }
+  return f;
 }
 
 }  // namespace depbloom::train

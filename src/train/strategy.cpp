@@ -86,12 +86,12 @@ const std::vector<StrategyEntry>& strategy_table() {
       {"strict",
        "each step split into one contiguous part per rank, gradients all-reduced and the "
        "written memory and mails all-gathered after every step",
-       &make_strict},
+       &make_strict, &StrictStrategy::forecast},
       {"depbloom",
        "the stream cut into windows of partition.window_steps steps, each window's events "
        "split by a node partition (partition.method) into one sub-chain per rank; gradients "
        "all-reduced every step, node state exchanged and merged at window ends",
-       &make_depbloom},
+       &make_depbloom, &DepbloomStrategy::forecast},
   };
   return table;
 }

@@ -109,8 +109,46 @@ void StrictStrategy::exchange_and_apply(const StepWrites& w, int64_t mem_total,
   state.apply(all, model::WriteFilter{}, arena);
   const auto width = static_cast<int64_t>(dtype_size(dtype));
   counts_.exchanges += 1;
-  counts_.exchange_bytes += mem_total * (4 + (d_mem + 1) * width) +
-                            mail_total * (4 + (d_mail + 1) * width);
+  counts_.exchange_bytes +=
+      mem_total * (4 + (d_mem + 1) * width) + mail_total * (4 + (d_mail + 1) * width);
+}
+
+}  // namespace depbloom::train
+
+namespace depbloom::train {
+
+EpochForecast StrictStrategy::forecast(const ForecastInput& in) {
+  EpochForecast f;
+  const auto total = static_cast<int64_t>(in.train->size());
+  int64_t steps = (total + in.batch_size - 1) / in.batch_size;
+  if (in.max_steps > 0) steps = std::min(steps, in.max_steps);
+  const int64_t vb = in.value_bytes;
+  BatchPlan bp;
+  for (int64_t b = 0; b < steps; ++b) {
+    const int64_t begin = b * in.batch_size, count = std::min(in.batch_size, total - begin);
+    f.steps += 1, f.events += count;
+    f.counts.local_events += contiguous_part(in.train->data() + begin, count, 0, in.ranks).count;
+    f.comm.add(dist::CollectiveKind::all_reduce, in.parameter_bytes, false);
+    f.comm.add(dist::CollectiveKind::all_gather, kFields * in.ranks * 8, false);
+    if (!in.memory) continue;
+    int64_t rows = 0, mails = 0;
+    for (int r = 0; r < in.ranks; ++r) {
+      const ScheduledStep part = contiguous_part(in.train->data() + begin, count, r, in.ranks);
+      if (part.count == 0) continue;
+      in.plan(bp, part);
+      rows += static_cast<int64_t>(bp.writes.mem_node.size());
+      mails += bp.writes.mail_count();
+    }
+    for (const int64_t bytes : {4 * rows, rows * in.memory_dim * vb, rows * vb, 4 * mails,
+                                mails * in.mail_dim * vb, mails * vb})
+      f.comm.add(dist::CollectiveKind::all_gather_v, bytes, false);
+    f.counts.exchanges += 1;
+    f.counts.exchanged_rows += rows;
+    f.counts.exchanged_mails += mails;
+    f.counts.exchange_bytes +=
+        rows * (4 + (in.memory_dim + 1) * vb) + mails * (4 + (in.mail_dim + 1) * vb);
+  }
+  return f;
 }
 
 }  // namespace depbloom::train

@@ -143,6 +143,30 @@ const Schedule& Trainer::schedule_epoch() {
   return schedule_;
 }
 
+EpochForecast Trainer::forecast_epoch(int ranks) {
+  ForecastInput in;
+  in.ranks = ranks;
+  in.stream = &stream_;
+  in.train = &split_.train;
+  in.batch_size = cfg_.batch_size;
+  in.max_steps = cfg_.max_batches;
+  in.partition = cfg_.partition;
+  in.seed = cfg_.seed;
+  in.parameter_bytes = static_cast<int64_t>(store_->grads().bytes());
+  in.value_bytes = static_cast<int64_t>(dtype_size(state_->dtype()));
+  in.memory_dim = state_->memory_dim();
+  in.mail_dim = state_->mail_dim();
+  in.mail_slots = state_->mail_slots();
+  in.memory = plan_cfg_.memory;
+  in.plan = [this](BatchPlan& out, const ScheduledStep& step) { plan_step(out, step, 1); };
+  if (ranks > 1) return strategy_entry(cfg_.strategy).forecast(in);
+  EpochForecast f;  // one device: its steps, nothing exchanged
+  Schedule steps;
+  SingleDeviceStrategy().schedule(steps, split_.train, cfg_.batch_size, cfg_.max_batches);
+  for (int64_t i = 0; i < steps.size(); ++i) f.steps += 1, f.events += steps.step(i).count;
+  return f;
+}
+
 EpochResult Trainer::run_epoch(int epoch, const ProgressFn& progress) {
   EpochResult r;
   r.epoch = epoch;

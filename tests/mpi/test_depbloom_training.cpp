@@ -277,6 +277,45 @@ TEST(DepbloomTraining, ApanMatchesTheOneProcessReference) {
   expect_matches_reference("apan", apan());
 }
 
+// depbloom-train --plan's forecast (Trainer::forecast_epoch, one process, no communicator)
+// equals what a P-rank epoch then counts: every collective kind's calls and bytes, the
+// exchanges, rows, mails and bytes, rank 0's events and the window statistics; for strict
+// and depbloom, TGN and APAN, with run.max_batches cutting the last window short.
+TEST(DepbloomTraining, PlanForecastEqualsWhatARunCounts) {
+  dist::Communicator& comm = world();
+  if (comm.size() < 2) GTEST_SKIP() << "needs 2 or more ranks";
+  for (const char* strategy : {"strict", "depbloom"})
+    for (TrainerConfig cfg : {tgn(), apan()}) {
+      SCOPED_TRACE(testing::Message() << strategy << ", mailbox " << cfg.model.mailbox);
+      cfg.strategy = strategy;
+      cfg.max_batches = 5;
+      cfg.new_nodes = false;
+      Trainer alone(wiki().stream, wiki().split, cfg);
+      const EpochForecast f = alone.forecast_epoch(comm.size());
+      cfg.comm = &comm;
+      Trainer ranked(wiki().stream, wiki().split, cfg);
+      const EpochResult r = ranked.run_epoch(1);
+      EXPECT_EQ(f.steps, r.batches);
+      EXPECT_EQ(f.events, r.events);
+      for (int k = 0; k < dist::kNumCollectiveKinds; ++k) {
+        const auto kind = static_cast<dist::CollectiveKind>(k);
+        EXPECT_EQ(f.comm[kind].calls, r.comm[kind].calls) << dist::collective_name(kind);
+        EXPECT_EQ(f.comm[kind].bytes, r.comm[kind].bytes) << dist::collective_name(kind);
+      }
+      const StrategyCounts &a = f.counts, &b = r.counts;
+      if (comm.rank() == 0) EXPECT_EQ(a.local_events, b.local_events);
+      EXPECT_EQ(a.exchanges, b.exchanges);
+      EXPECT_EQ(a.exchanged_rows, b.exchanged_rows);
+      EXPECT_EQ(a.exchanged_mails, b.exchanged_mails);
+      EXPECT_EQ(a.exchange_bytes, b.exchange_bytes);
+      EXPECT_EQ(a.windows, b.windows);
+      EXPECT_EQ(a.cut_events, b.cut_events);
+      EXPECT_EQ(a.migrated_nodes, b.migrated_nodes);
+      EXPECT_EQ(a.max_imbalance, b.max_imbalance);
+      EXPECT_GT(b.exchanged_rows, 0);
+    }
+}
+
 // One rank over the mpi communicator (not the local shortcut) runs the depbloom strategy,
 // collectives included, and equals single-device training bit for bit (f32, W = 3 batches):
 // loss trace, validation AP, and node state.

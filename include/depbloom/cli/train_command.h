@@ -21,6 +21,8 @@ struct TrainCommand {
   // write_files writes metrics.jsonl and checkpoints (rank 0).
   dist::Communicator* comm = nullptr;
   bool write_files = true;
+  // --plan: print what an epoch over this many ranks will exchange, and train nothing.
+  int plan_ranks = 0;
 };
 
 // The trainer settings a config asks for; config errors name the key. Checks that depend

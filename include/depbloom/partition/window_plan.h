@@ -61,9 +61,10 @@ struct WindowPlan {
 // Cuts `train` (stream rows, ascending) into windows of W events and each window into
 // `ranks` sub-chains with `config.method`; `seed` seeds METIS. Each event goes to the part
 // of its source or destination, whichever holds fewer of the window's events so far; a
-// rebalancing pass then keeps every part within the imbalance bound. The longest sub-chain
-// is cut into steps of rank_batch events (the last shorter), as one device cuts batches, and
-// sets the window's step count; the others spread their events evenly over those steps.
+// rebalancing pass then keeps every part within the imbalance bound. A window takes as many
+// steps as one device would (ceil(events / batch_size)); the longest sub-chain fills them in
+// chunks of max(rank_batch, ceil(longest / steps)) events (the last shorter: one device's
+// batches when P = 1), the others spread their events evenly over them.
 WindowPlan make_window_plan(const data::EventStream& stream, const std::vector<int64_t>& train,
                             int ranks, int64_t batch_size, const PartitionConfig& config,
                             uint64_t seed);

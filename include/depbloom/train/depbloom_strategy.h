@@ -20,6 +20,12 @@
 
 namespace depbloom::train {
 
+// Rank `rank`'s steps of `plan` (views into it), each window's last step an exchange, at
+// most max_steps (0: all; the last one then an exchange too); adds the scheduled windows'
+// statistics to `counts`.
+void window_schedule(Schedule& out, const partition::WindowPlan& plan, int rank, int64_t max_steps,
+                     StrategyCounts& counts);
+
 class DepbloomStrategy final : public Strategy {
  public:
   // Keeps references to comm and stream.
@@ -34,6 +40,9 @@ class DepbloomStrategy final : public Strategy {
   void sync_parameters(model::ParameterStore& store) override;
   void reduce_gradients(model::ParameterStore& store) override;
   double reconcile(const StepWrites& w) override;
+  // The collectives and exchanges of an epoch, from the window plan and each rank's planned
+  // writes: what the journal will hold at every window end.
+  static EpochForecast forecast(const ForecastInput& in);
 
   // The plan of the last schedule() (none before it).
   const partition::WindowPlan* window_plan() const { return planned_ ? &plan_ : nullptr; }

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -48,6 +49,32 @@ struct StrategyCounts {
   // depbloom's window plan over the epoch's scheduled windows (0 for the other strategies).
   int64_t windows = 0, plan_events = 0, cut_events = 0, window_nodes = 0, migrated_nodes = 0;
   double max_imbalance = 0;
+};
+
+// What a strategy's forecast reads (depbloom-train --plan): the run's sizes and a planner of
+// any rank's step (BatchPlan::writes is what the step will write; planning reads no node
+// state, so a whole epoch is planned without training).
+struct ForecastInput {
+  int ranks = 1;
+  const data::EventStream* stream = nullptr;
+  const std::vector<int64_t>* train = nullptr;
+  int64_t batch_size = 0, max_steps = 0;
+  partition::PartitionConfig partition;
+  uint64_t seed = 0;
+  int64_t parameter_bytes = 0;  // the gradient all-reduce's buffer
+  int64_t value_bytes = 4;      // the node state's dtype
+  int64_t memory_dim = 0, mail_dim = 0;
+  int mail_slots = 1;
+  bool memory = true;  // false: the model keeps no node state (nothing is exchanged)
+  std::function<void(BatchPlan&, const ScheduledStep&)> plan;
+};
+
+// One training epoch's predicted collectives (calls and bytes per kind, as CommStats counts
+// them) and strategy accounting (as StrategyCounts counts it on rank 0).
+struct EpochForecast {
+  int64_t steps = 0, events = 0;
+  dist::CommStats comm;
+  StrategyCounts counts;
 };
 
 // What a strategy is built from: the communicator (not owned) and, for the window plan, the
@@ -103,6 +130,7 @@ struct StrategyEntry {
   const char* name;
   const char* summary;  // one line: the log's and the config docs' description
   std::unique_ptr<Strategy> (*make)(const StrategyContext& ctx);  // ctx.comm is set
+  EpochForecast (*forecast)(const ForecastInput& in);             // with in.ranks > 1
 };
 
 // Every strategy strategy.name accepts, in the order the docs list them.

@@ -22,6 +22,8 @@ class StrictStrategy final : public Strategy {
   void sync_parameters(model::ParameterStore& store) override;
   void reduce_gradients(model::ParameterStore& store) override;
   double reconcile(const StepWrites& w) override;
+  // The collectives and exchanges of an epoch, from every rank's planned writes.
+  static EpochForecast forecast(const ForecastInput& in);
 
  private:
   void exchange_and_apply(const StepWrites& w, int64_t mem_total, int64_t mail_total);

@@ -109,6 +109,10 @@ class Trainer {
   // Returns {transductive, new-node}.
   std::pair<EvalResult, EvalResult> test();
 
+  // What one training epoch of this config's strategy over `ranks` ranks will exchange: its
+  // collectives and accounting, from the planned steps of every rank (no training, no
+  // communicator; negatives and neighbours as epoch 1 draws them). One rank: no collectives.
+  EpochForecast forecast_epoch(int ranks);
   // This rank's steps of an epoch, as run_epoch runs them (the lookahead's source).
   const Schedule& schedule_epoch();
   // One training step: the stages of step.h in order, negatives and dropout drawn for

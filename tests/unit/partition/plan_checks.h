@@ -14,10 +14,10 @@
 
 namespace dbpartitiontest {
 
-// The steps of one part: [steps + 1] offsets from 0 to its size, each step at most a rank's
-// batch; the longest part in full rank batches but the last.
-inline void expect_steps(const depbloom::partition::WindowPart& part, int64_t steps,
-                         int64_t rank_batch, bool longest) {
+// The steps of one part: [steps + 1] offsets from 0 to its size, each step at most `chunk`
+// events; the longest part in full chunks until it runs out.
+inline void expect_steps(const depbloom::partition::WindowPart& part, int64_t steps, int64_t chunk,
+                         bool longest) {
   const auto n = static_cast<int64_t>(part.events.size());
   ASSERT_EQ(part.step_offsets.size(), static_cast<size_t>(steps) + 1);
   EXPECT_EQ(part.step_offsets.front(), 0);
@@ -25,9 +25,9 @@ inline void expect_steps(const depbloom::partition::WindowPart& part, int64_t st
   for (int64_t s = 0; s < steps; ++s) {
     const int64_t size = part.step_offsets[size_t(s) + 1] - part.step_offsets[size_t(s)];
     EXPECT_GE(size, 0);
-    EXPECT_LE(size, rank_batch);
-    if (longest && s + 1 < steps) {
-      EXPECT_EQ(size, rank_batch);
+    EXPECT_LE(size, chunk);
+    if (longest) {
+      EXPECT_EQ(size, std::min(chunk, n - part.step_offsets[size_t(s)]));
     }
   }
 }
@@ -60,11 +60,17 @@ inline void expect_valid_plan(const depbloom::partition::WindowPlan& plan,
       in_window.insert(in_window.end(), events.begin(), events.end());
       longest = std::max<int64_t>(longest, static_cast<int64_t>(events.size()));
     }
+    // One device's step count; the longest part's chunk within the imbalance bound.
     EXPECT_EQ(window.steps,
-              std::max<int64_t>(1, (longest + plan.rank_batch - 1) / plan.rank_batch));
+              std::max<int64_t>(1, (window.events + plan.batch_size - 1) / plan.batch_size));
+    const int64_t chunk = std::max(plan.rank_batch, (longest + window.steps - 1) / window.steps);
+    EXPECT_LE(chunk,
+              std::max(plan.rank_batch, depbloom::partition::part_event_limit(
+                                            plan.window_events, plan.ranks, plan.config.imbalance) /
+                                                plan.config.window_steps +
+                                            1));
     for (const auto& part : window.parts)
-      expect_steps(part, window.steps, plan.rank_batch,
-                   static_cast<int64_t>(part.events.size()) == longest);
+      expect_steps(part, window.steps, chunk, static_cast<int64_t>(part.events.size()) == longest);
     // The window's events are exactly its stretch of the training list: steps never cross
     // a window end.
     std::sort(in_window.begin(), in_window.end());

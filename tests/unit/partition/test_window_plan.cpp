@@ -101,9 +101,11 @@ TEST(WindowPlan, RebalancingMovesTheEarliestEventsAndShortPartsSpreadOverTheStep
   EXPECT_EQ(w.parts[0].events, (std::vector<int64_t>{3, 4, 5, 6, 7, 8, 9}));
   EXPECT_EQ(w.parts[1].events, (std::vector<int64_t>{0, 1, 2}));
   EXPECT_DOUBLE_EQ(w.stats.imbalance, 1.4);
-  // The longest part sets 7 steps of one event; the other spreads 3 events over them.
-  EXPECT_EQ(w.steps, 7);
-  EXPECT_EQ(w.parts[1].step_offsets, (std::vector<int64_t>{0, 0, 0, 1, 1, 2, 2, 3}));
+  // One device's 5 steps of 2 events: the longest part fills them in chunks of 2 (above a
+  // rank's batch of 1, within the imbalance), the other spreads 3 events over them.
+  EXPECT_EQ(w.steps, 5);
+  EXPECT_EQ(w.parts[0].step_offsets, (std::vector<int64_t>{0, 2, 4, 6, 7, 7}));
+  EXPECT_EQ(w.parts[1].step_offsets, (std::vector<int64_t>{0, 0, 1, 1, 2, 3}));
 }
 
 TEST(WindowPlan, OneRankCutsBatchesAsOneDevice) {
