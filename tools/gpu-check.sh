@@ -5,6 +5,8 @@
 #   - test_dist_gpu under mpirun with 1 and 2 ranks (NCCL with one rank, MPI over CUDA
 #     tensors), and test_strict's CudaRanksOverMpiMatchOneRank (two CUDA ranks sharing GPU 0
 #     over MPI against the 1-rank CUDA trainer);
+#   - issue 16: test_depbloom's CudaRanksOverMpiFollowCpuRanks (the depbloom strategy with
+#     two CUDA ranks sharing GPU 0 over MPI against two CPU ranks);
 #   - depbloom-train with one NCCL rank, and with two CUDA ranks over MPI next to one rank;
 #   - the CUDA cases of bench_gemm and bench_gru, and TGN, JODIE and APAN trained on WIKI
 #     on the GPU (benchmarks/train_models.sh);
@@ -100,7 +102,8 @@ else
   bin=$work/bin
   mkdir -p "$bin"
   for p in build-gpu/depbloom-train build-gpu/depbloom-data build-gpu/tests/test_gpu \
-    build-gpu/tests/test_dist_gpu build-gpu/tests/test_strict build-gpu/benchmarks/bench_gemm \
+    build-gpu/tests/test_dist_gpu build-gpu/tests/test_strict build-gpu/tests/test_depbloom \
+    build-gpu/benchmarks/bench_gemm \
     build-gpu/benchmarks/bench_gru; do
     [[ -x $p ]] && ln -s "$root/$p" "$bin/"
   done
@@ -133,6 +136,9 @@ step test_gpu 240 "$bin/test_gpu"
 step dist_gpu_np1 90 "${launch[@]}" -np 1 "$bin/test_dist_gpu"
 step dist_gpu_np2 90 "${launch[@]}" -np 2 -x OMP_NUM_THREADS=4 "$bin/test_dist_gpu"
 step strict_cuda_np2 150 "${launch[@]}" -np 2 -x OMP_NUM_THREADS=4 "$bin/test_strict" \
+  --gtest_filter='*Cuda*'
+# ---- issue 16: the depbloom strategy, two CUDA ranks on GPU 0 over MPI against two CPU ranks
+step depbloom_cuda_np2 150 "${launch[@]}" -np 2 -x OMP_NUM_THREADS=4 "$bin/test_depbloom" \
   --gtest_filter='*Cuda*'
 step train_nccl_np1 120 "${launch[@]}" -np 1 "$bin/depbloom-train" "${quick[@]}" \
   --set dist.communicator=nccl --out "$logs/runs/nccl_np1"

@@ -32,7 +32,8 @@ cmake --build "$BUILD" -j "$(nproc)"
 rm -rf "$stage"
 mkdir -p "$stage/bin" "$stage/lib"
 programs=("$BUILD/depbloom-train" "$BUILD/depbloom-data" "$BUILD"/tests/test_gpu
-  "$BUILD"/tests/test_dist_gpu "$BUILD"/tests/test_strict "$BUILD"/tests/test_backend
+  "$BUILD"/tests/test_dist_gpu "$BUILD"/tests/test_strict "$BUILD"/tests/test_depbloom
+  "$BUILD"/tests/test_backend
   "$BUILD"/benchmarks/bench_gemm "$BUILD"/benchmarks/bench_gru)
 for p in "${programs[@]}"; do
   [[ -x $p ]] || { echo "missing $p" >&2; exit 1; }

@@ -10,6 +10,9 @@
 #   local_two_ranks  dist.communicator=local under mpirun -np 2: exit 2 naming the key
 #   rank_threads     mpirun -np 2 without OMP_NUM_THREADS or run.threads: each rank uses
 #                    the machine's cores over 2 (at least 1), as --ranks 2 does
+#   depbloom_resume  the depbloom strategy on 2 ranks: 1 epoch then --resume to 2 gives the
+#                    straight 2-epoch run's epoch-2 loss and APs and its test AP, and
+#                    --eval-only of its best.ckpt on 2 ranks prints that test AP
 set -uo pipefail
 
 bin=$1 mpirun=$2 work=$3 case=$4
@@ -69,6 +72,25 @@ case $case in
       --out "$work/$case/run"
     grep -q "device cpu, $want CPU threads" <<<"$out" ||
       fail "expected $want CPU threads per rank on $cores cores: $(grep -o 'device cpu, [0-9]* CPU threads' <<<"$out")"
+    ;;
+  depbloom_resume)
+    db=(--set strategy.name=depbloom --set partition.method=fennel --set train.batch_size=400
+        --set partition.window_steps=2 --set run.checkpoint=true)
+    run 0 "${launch[@]}" -np 2 "$bin" "${quick[@]}" "${db[@]}" --set train.epoch=2 \
+      --out "$work/$case/straight"
+    run 0 "${launch[@]}" -np 2 "$bin" "${quick[@]}" "${db[@]}" --out "$work/$case/resumed"
+    run 0 "${launch[@]}" -np 2 "$bin" --resume "$work/$case/resumed" --set train.epoch=2
+    for f in loss ap ap_batch_mean exchange_bytes; do
+      a=$(field "$work/$case/straight/metrics.jsonl" "$f" | tail -n 4)
+      b=$(field "$work/$case/resumed/metrics.jsonl" "$f" | tail -n 4)
+      [[ -n $a && $a == "$b" ]] || fail "\"$f\" differs after --resume: $a against $b"
+    done
+    run 0 "${launch[@]}" -np 2 "$bin" --eval-only "$work/$case/straight/best.ckpt"
+    test_ap=$(grep '"split":"test"' "$work/$case/straight/metrics.jsonl" |
+      grep -o '"test":{"ap":[0-9.]*' | grep -o '[0-9.]*$')
+    grep -q "test AP $(printf '%.4f' "$test_ap")" <<<"$out" ||
+      fail "--eval-only does not print the run's test AP $test_ap"
+    echo "ok: resumed run equals the straight one; --eval-only test AP $test_ap"
     ;;
   *)
     fail "unknown case"
