@@ -175,8 +175,8 @@ void add_flags(CLI::App& app, CommandLine& cl) {
                "print the window plan and the collectives and bytes one epoch of the strategy "
                "makes over --ranks ranks, then exit without training (one process)");
   app.add_option("--ranks", cl.ranks,
-                 "train data-parallel (strict) on this many ranks of this machine: starts "
-                 "itself under mpirun")
+                 "train data-parallel (strategy.name) on this many ranks of this machine: "
+                 "starts itself under mpirun")
       ->check(CLI::PositiveNumber);
 }
 
