@@ -7,15 +7,12 @@
 namespace depbloom::model {
 
 Linear::Linear(ParameterStore& store, const std::string& name, int64_t in_features,
-               int64_t out_features, bool bias)
+               int64_t out_features, bool bias, InitScheme init)
     : store_(&store), in_(in_features), out_(out_features) {
   DB_ASSERT(in_features > 0 && out_features > 0, "linear '{}' needs positive sizes, got {} -> {}",
             name, in_features, out_features);
-  weight_ = store.declare(name + ".weight", Shape(out_features, in_features),
-                          InitScheme::uniform_fan_in, in_features);
-  if (bias)
-    bias_ =
-        store.declare(name + ".bias", Shape(out_features), InitScheme::uniform_fan_in, in_features);
+  weight_ = store.declare(name + ".weight", Shape(out_features, in_features), init, in_features);
+  if (bias) bias_ = store.declare(name + ".bias", Shape(out_features), init, in_features);
 }
 
 void Linear::forward(const Tensor& y, LinearContext& ctx, const Tensor& x) const {

@@ -17,9 +17,10 @@ struct LinearContext {
 
 class Linear {
  public:
-  // Declares "<name>.weight" [out, in] and, with bias, "<name>.bias" [out].
+  // Declares "<name>.weight" [out, in] and, with bias, "<name>.bias" [out], both drawn by
+  // `init` (torch's U(+-1/sqrt(in)) by default; zeros for a residual branch that starts off).
   Linear(ParameterStore& store, const std::string& name, int64_t in_features, int64_t out_features,
-         bool bias = true);
+         bool bias = true, InitScheme init = InitScheme::uniform_fan_in);
 
   // y [B, out] = x [B, in] W^T + b.
   void forward(const Tensor& y, LinearContext& ctx, const Tensor& x) const;

@@ -1,0 +1,64 @@
+// Intra-batch memory refinement (DESIGN.md 7.2): a memory row read by a micro-batch whose
+// node had events in earlier micro-batches of the same step gets a gated residual correction
+//   x = [s || m || enc(dt)],  s' = s + sigmoid(x Wg^T + bg) * (relu(x W1^T + b1) W2^T + b2),
+// with m the aggregated message of those earlier events and dt the time since the latest.
+// Only the layer: which rows, which messages and which dt are the caller's (train/refine_plan.h).
+// Parameter gradients accumulate; d_s and d_m overwrite; dt is data and gets no gradient.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "depbloom/core/arena.h"
+#include "depbloom/model/linear.h"
+#include "depbloom/model/parameters.h"
+#include "depbloom/model/time_encoder.h"
+
+namespace depbloom::model {
+
+struct MemoryRefinerContext {
+  TimeEncoderContext time;
+  LinearContext gate, fc1, fc2;
+  Tensor g;  // [R, d_mem] the gate, after the sigmoid
+  Tensor h;  // [R, hidden] relu(x W1^T + b1)
+  Tensor f;  // [R, d_mem] the correction before gating
+};
+
+class MemoryRefiner {
+ public:
+  // Declares, under `name` (the trainer uses "refine"):
+  //   "<name>.time.{w,b}" [time_dim]: the refiner's own TimeEncoder (the model's class, TGN's
+  //     cos(dt w + b), but its own parameters: in-batch gaps are far shorter than mail ages,
+  //     and sharing the updater's encoder would couple the two and change m = 1 runs);
+  //   "<name>.gate.{weight,bias}" [memory_dim, in]: one gate per memory dimension;
+  //   "<name>.fc1.{weight,bias}" [hidden, in] and "<name>.fc2.{weight,bias}" [memory_dim,
+  //     hidden], fc2 zero-initialised so that a fresh refiner is the identity (s' = s) and
+  //     training starts from the unrefined model;
+  // with in = memory_dim + message_dim + time_dim.
+  MemoryRefiner(ParameterStore& store, const std::string& name, int64_t memory_dim,
+                int64_t message_dim, int64_t time_dim, int64_t hidden = 64);
+
+  // out [R, d_mem] = s + g * f(x) from s [R, d_mem], m [R, d_msg] and dt [R] (all of s's
+  // dtype and device). out may alias s; s, m and dt must stay alive until backward. Scratch
+  // and the context's tensors come from `arena`.
+  void forward(const Tensor& out, MemoryRefinerContext& ctx, const Tensor& s, const Tensor& m,
+               const Tensor& dt, Arena& arena) const;
+  // d_s [R, d_mem] = d_out + (through x); d_m [R, d_msg]: both optional (Tensor{} to skip)
+  // and overwritten; neither may alias d_out. Parameter gradients accumulate. d_out [R, d_mem].
+  void backward(const Tensor& d_s, const Tensor& d_m, const Tensor& d_out,
+                const MemoryRefinerContext& ctx, Arena& arena) const;
+
+  int64_t memory_dim() const { return memory_dim_; }
+  int64_t message_dim() const { return message_dim_; }
+  int64_t time_dim() const { return time_.dim(); }
+  int64_t hidden() const { return hidden_; }
+  int64_t input_dim() const { return memory_dim_ + message_dim_ + time_.dim(); }
+
+ private:
+  const ParameterStore* store_;
+  int64_t memory_dim_, message_dim_, hidden_;
+  TimeEncoder time_;
+  Linear gate_, fc1_, fc2_;
+};
+
+}  // namespace depbloom::model

@@ -1,0 +1,86 @@
+// Intra-batch refinement's bookkeeping (DESIGN.md 7.2, issue 17), on the host, from a step's
+// events alone: how the step is cut into micro-batches, and for every memory row a
+// micro-batch reads whose node had events in earlier micro-batches of the same step, which
+// events those were and which was the latest. It builds no messages and reads no node state:
+// the trainer turns the listed events into messages (as the write-back builds mails),
+// aggregates them by the listed terms and runs model::MemoryRefiner on the listed rows.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "depbloom/data/event_stream.h"
+
+namespace depbloom::train {
+
+// How the earlier in-batch messages of a row are combined (refine.aggregate).
+enum class RefineAggregate { last, mean };
+
+// bounds [k + 1] = the micro-batches of a step of `count` events in time order: micro-batch
+// j holds the events at positions [bounds[j], bounds[j+1]). k = min(m, count) so none is
+// empty (k = 1 for an empty step: bounds {0, 0}); the sizes differ by at most one, the first
+// count % k micro-batches taking the extra event (10 events, m = 4: 3, 3, 2, 2). Reuses
+// `bounds`' storage.
+void cut_micro_batches(int64_t count, int32_t m, std::vector<int64_t>& bounds);
+
+// For each refined row r (in request order): the request it answers and the node's earlier
+// in-batch events, positions in the step (0-based, into the step's event list) ascending:
+// event_pos[begin[r], begin[r] + count[r]), with role_of 0 where the node was the event's
+// source and 1 its destination (a self loop counts once, as the destination: its later mail
+// is the one the write-back keeps). In TGL's root-mail order (PlannedWrites) the mail node
+// n got from the event at position p is mail 2p + role.
+struct RefinePlan {
+  std::vector<int64_t> request;     // [rows] index into the requests
+  std::vector<int64_t> begin;       // [rows] into event_pos / event_role
+  std::vector<int32_t> count;       // [rows] >= 1 earlier events
+  std::vector<int64_t> latest;      // [rows] position of the latest earlier event
+  std::vector<double> latest_time;  // [rows] its timestamp (stream time): dt = t_row - this
+  // Each touched node's events in the step (positions ascending), rows point into them.
+  std::vector<int64_t> event_pos;
+  std::vector<int8_t> event_role;
+  // The aggregation as weighted terms: message of (term_pos, term_role) times term_weight
+  // summed into refined row term_row. `last`: one term per row (the latest event, weight 1);
+  // `mean`: one per earlier event, weight 1 / count.
+  std::vector<int32_t> term_row;
+  std::vector<int64_t> term_pos;
+  std::vector<int8_t> term_role;
+  std::vector<double> term_weight;
+
+  int64_t rows() const { return static_cast<int64_t>(request.size()); }
+  int64_t terms() const { return static_cast<int64_t>(term_row.size()); }
+};
+
+class RefinePlanner {
+ public:
+  // Keeps a reference to the stream (src, dst, ts); sizes its node scratch once.
+  explicit RefinePlanner(const data::EventStream& stream);
+
+  // out = the refinement of a step: events[0, count) (stream rows, ascending) cut by `bounds`
+  // (cut_micro_batches), and `requests` reads (req_node[i], req_micro[i]): micro-batch
+  // req_micro[i] reads node req_node[i]'s memory row, whatever the reason (root, negative or
+  // sampled neighbour). A request whose node had no event in an earlier micro-batch gets no
+  // row; events of the request's own or later micro-batches are never listed. A (node,
+  // micro-batch) pair may be requested more than once (one row each). O(count + requests +
+  // micro-batches); allocation-free once the vectors have reached their sizes.
+  void plan(RefinePlan& out, const int64_t* events, int64_t count,
+            const std::vector<int64_t>& bounds, const int32_t* req_node, const int32_t* req_micro,
+            int64_t requests, RefineAggregate aggregate);
+
+ private:
+  // The node's slot among the step's touched nodes, or -1 when it has no event in the step.
+  int32_t slot_of(int32_t node) const;
+  void touch(int32_t node);
+
+  const data::EventStream& stream_;
+  std::vector<uint32_t> node_stamp_;  // [N] == stamp_ when node_slot_ is current
+  std::vector<int32_t> node_slot_;    // [N]
+  uint32_t stamp_ = 0;
+  int32_t touched_ = 0;
+  std::vector<int64_t> slot_begin_;   // [touched + 1] into event_pos
+  std::vector<int32_t> slot_fill_;    // per slot: events counted, then placed, then seen
+  std::vector<int64_t> micro_start_;  // counting sort of the requests by micro-batch
+  std::vector<int64_t> by_micro_;
+  std::vector<int32_t> earlier_;  // [requests] earlier events of each request's node
+};
+
+}  // namespace depbloom::train

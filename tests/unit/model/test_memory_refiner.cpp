@@ -1,0 +1,248 @@
+// Tests of MemoryRefiner: the forward against a plain-loop reference of its equation, every
+// parameter, memory and message gradient against central differences in float64 (gate kept
+// within (0.2, 0.8), relu inputs kept off their kink), the identity when f is zero (a fresh
+// refiner), row independence, in-place output, the parameter names and empty batches.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+
+#include "depbloom/backend/ops.h"
+#include "depbloom/core/arena.h"
+#include "depbloom/core/memory.h"
+#include "depbloom/model/memory_refiner.h"
+#include "unit/model/grad_check.h"
+
+namespace {
+
+using namespace depbloom;
+using namespace depbloom::model;
+using namespace dbmodeltest;
+
+OwnedTensor random_tensor(Shape shape, uint64_t seed, double lo = -1.0, double hi = 1.0) {
+  OwnedTensor t(DType::f64, shape);
+  const auto v = random_values(shape.numel(), seed, lo, hi);
+  std::memcpy(t.data<double>(), v.data(), v.size() * sizeof(double));
+  return t;
+}
+
+void randomize(const Tensor& t, uint64_t seed, double lo = -1.0, double hi = 1.0) {
+  const auto v = random_values(t.numel(), seed, lo, hi);
+  std::memcpy(t.data<double>(), v.data(), v.size() * sizeof(double));
+}
+
+std::vector<double> values_of(const Tensor& t) {
+  return std::vector<double>(t.data<double>(), t.data<double>() + t.numel());
+}
+
+// The refiner's equation written out per row and element, with the pre-activations kept so
+// the tests can check they are away from saturation and kinks.
+struct Reference {
+  std::vector<double> out, gate_pre, hidden_pre;
+};
+
+Reference reference_forward(const ParameterStore& store, const Tensor& s, const Tensor& m,
+                            const Tensor& dt, int64_t hidden) {
+  const int64_t rows = s.dim(0), d = s.dim(1), dm = m.dim(1);
+  const Tensor w_t = store.value("refine.time.w"), b_t = store.value("refine.time.b");
+  const int64_t dtime = w_t.numel(), in = d + dm + dtime;
+  auto at = [&](const char* name) { return store.value(name).data<double>(); };
+  const double *wg = at("refine.gate.weight"), *bg = at("refine.gate.bias");
+  const double *w1 = at("refine.fc1.weight"), *b1 = at("refine.fc1.bias");
+  const double *w2 = at("refine.fc2.weight"), *b2 = at("refine.fc2.bias");
+  Reference ref;
+  for (int64_t r = 0; r < rows; ++r) {
+    std::vector<double> x;
+    for (int64_t i = 0; i < d; ++i) x.push_back(s.data<double>()[r * d + i]);
+    for (int64_t i = 0; i < dm; ++i) x.push_back(m.data<double>()[r * dm + i]);
+    for (int64_t i = 0; i < dtime; ++i)
+      x.push_back(std::cos(dt.data<double>()[r] * w_t.data<double>()[i] + b_t.data<double>()[i]));
+    std::vector<double> h(static_cast<size_t>(hidden));
+    for (int64_t k = 0; k < hidden; ++k) {
+      double pre = b1[k];
+      for (int64_t i = 0; i < in; ++i) pre += w1[k * in + i] * x[static_cast<size_t>(i)];
+      ref.hidden_pre.push_back(pre);
+      h[static_cast<size_t>(k)] = pre > 0.0 ? pre : 0.0;
+    }
+    for (int64_t o = 0; o < d; ++o) {
+      double pre = bg[o];
+      for (int64_t i = 0; i < in; ++i) pre += wg[o * in + i] * x[static_cast<size_t>(i)];
+      ref.gate_pre.push_back(pre);
+      double f = b2[o];
+      for (int64_t k = 0; k < hidden; ++k) f += w2[o * hidden + k] * h[static_cast<size_t>(k)];
+      ref.out.push_back(x[static_cast<size_t>(o)] + f / (1.0 + std::exp(-pre)));
+    }
+  }
+  return ref;
+}
+
+// A refiner with a live f (fc2 redrawn: a fresh one is zero) and the gate's weights scaled
+// so that its pre-activations stay within +-1.4 (g in (0.2, 0.8)) for inputs in [-1, 1].
+class RefinerFixture : public ::testing::Test {
+ protected:
+  static constexpr int64_t kRows = 5, kMem = 4, kMsg = 3, kTime = 2, kHidden = 6;
+  ParameterStore store{DType::f64, Device::cpu()};
+  Arena arena{Device::cpu()};
+  MemoryRefiner refiner{store, "refine", kMem, kMsg, kTime, kHidden};
+  OwnedTensor s = random_tensor(Shape(kRows, kMem), 1);
+  OwnedTensor m = random_tensor(Shape(kRows, kMsg), 2);
+  OwnedTensor dt = random_tensor(Shape(kRows), 3, 0.1, 3.0);
+
+  void SetUp() override {
+    store.finalize();
+    store.initialize(17);
+  }
+  void make_f_live() {
+    randomize(store.value("refine.fc2.weight"), 21, -0.5, 0.5);
+    randomize(store.value("refine.fc2.bias"), 22, -0.5, 0.5);
+    ops::scale(store.value("refine.gate.weight"), 0.4);
+  }
+};
+
+TEST_F(RefinerFixture, DeclaresItsParametersUnderRefine) {
+  const int64_t in = kMem + kMsg + kTime;
+  const std::vector<std::pair<const char*, Shape>> want = {
+      {"refine.fc1.bias", Shape(kHidden)}, {"refine.fc1.weight", Shape(kHidden, in)},
+      {"refine.fc2.bias", Shape(kMem)},    {"refine.fc2.weight", Shape(kMem, kHidden)},
+      {"refine.gate.bias", Shape(kMem)},   {"refine.gate.weight", Shape(kMem, in)},
+      {"refine.time.b", Shape(kTime)},     {"refine.time.w", Shape(kTime)}};
+  ASSERT_EQ(store.entries().size(), want.size());
+  for (size_t i = 0; i < want.size(); ++i) {
+    EXPECT_EQ(store.entries()[i].name, want[i].first);
+    EXPECT_EQ(store.entries()[i].shape, want[i].second) << want[i].first;
+  }
+  EXPECT_EQ(refiner.input_dim(), in);
+}
+
+TEST_F(RefinerFixture, ForwardMatchesThePlainLoopReference) {
+  make_f_live();
+  OwnedTensor out(DType::f64, s.shape());
+  MemoryRefinerContext ctx;
+  refiner.forward(out, ctx, s, m, dt, arena);
+  const Reference ref = reference_forward(store, s, m, dt, kHidden);
+  const auto got = values_of(out);
+  ASSERT_EQ(got.size(), ref.out.size());
+  for (size_t i = 0; i < got.size(); ++i)
+    EXPECT_NEAR(got[i], ref.out[i], 1e-12 + 1e-12 * std::fabs(ref.out[i])) << i;
+  // The correction is really there (s' != s), so the comparison tests the whole branch.
+  for (size_t i = 0; i < got.size(); ++i)
+    EXPECT_GT(std::fabs(got[i] - s.data<double>()[i]), 1e-6) << i;
+}
+
+TEST_F(RefinerFixture, OutputMayAliasTheMemory) {
+  make_f_live();
+  OwnedTensor apart(DType::f64, s.shape());
+  MemoryRefinerContext ctx;
+  refiner.forward(apart, ctx, s, m, dt, arena);
+  refiner.forward(s, ctx, s, m, dt, arena);
+  EXPECT_EQ(values_of(s), values_of(apart));
+}
+
+TEST_F(RefinerFixture, GradientsOfEveryParameterMemoryAndMessage) {
+  make_f_live();
+  // Preconditions of a meaningful check: g in (0.2, 0.8), relu inputs off the kink.
+  const Reference ref = reference_forward(store, s, m, dt, kHidden);
+  for (double pre : ref.gate_pre) {
+    const double g = 1.0 / (1.0 + std::exp(-pre));
+    ASSERT_TRUE(g > 0.2 && g < 0.8) << "gate " << g;
+  }
+  for (double pre : ref.hidden_pre) ASSERT_GT(std::fabs(pre), 1e-3);
+
+  OwnedTensor out(DType::f64, s.shape()), d_s(DType::f64, s.shape()), d_m(DType::f64, m.shape());
+  MemoryRefinerContext ctx;
+  std::vector<GradTarget> targets{input_target("s", s, d_s), input_target("m", m, d_m)};
+  for (const auto& e : store.entries()) {
+    const ParamId id = store.find(e.name);
+    targets.push_back(param_target(e.name, store.value(id), store.grad(id)));
+  }
+  expect_gradients(
+      [&] {
+        arena.reset();
+        refiner.forward(out, ctx, s, m, dt, arena);
+        return out.view();
+      },
+      [&](const Tensor& d_out) { refiner.backward(d_s, d_m, d_out, ctx, arena); }, targets);
+}
+
+// A fresh refiner has f = 0 (fc2 starts at zero): s' = s exactly, d_s = d_out, d_m = 0, and
+// of the parameters only fc2 gets a gradient (the branch is switched off, not cut off).
+TEST_F(RefinerFixture, ZeroCorrectionLeavesTheMemoryUntouched) {
+  OwnedTensor out(DType::f64, s.shape()), d_s(DType::f64, s.shape()), d_m(DType::f64, m.shape());
+  MemoryRefinerContext ctx;
+  refiner.forward(out, ctx, s, m, dt, arena);
+  EXPECT_EQ(values_of(out), values_of(s));
+
+  OwnedTensor d_out = random_tensor(s.shape(), 4);
+  store.zero_grad();
+  refiner.backward(d_s, d_m, d_out, ctx, arena);
+  EXPECT_EQ(values_of(d_s), values_of(d_out));
+  for (double v : values_of(d_m)) EXPECT_EQ(v, 0.0);
+  for (const auto& e : store.entries()) {
+    const auto g = values_of(store.grad(e.name));
+    double norm = 0.0;
+    for (double v : g) norm += v * v;
+    if (e.name.rfind("refine.fc2.", 0) == 0) {
+      EXPECT_GT(norm, 0.0) << e.name;
+    } else {
+      EXPECT_EQ(norm, 0.0) << e.name;
+    }
+  }
+}
+
+// Each row is refined from its own inputs only: refining rows one at a time gives the
+// batch's rows bit for bit (the BLAS may order a row's sums alike either way at these sizes).
+TEST_F(RefinerFixture, RowsAreRefinedIndependently) {
+  make_f_live();
+  OwnedTensor out(DType::f64, s.shape());
+  MemoryRefinerContext ctx;
+  refiner.forward(out, ctx, s, m, dt, arena);
+  for (int64_t r = 0; r < kRows; ++r) {
+    OwnedTensor one(DType::f64, Shape(1, kMem));
+    refiner.forward(one, ctx, s.view().rows(r, r + 1), m.view().rows(r, r + 1),
+                    dt.view().rows(r, r + 1), arena);
+    for (int64_t i = 0; i < kMem; ++i)
+      EXPECT_NEAR(one.data<double>()[i], out.data<double>()[r * kMem + i], 1e-14) << r;
+  }
+}
+
+TEST_F(RefinerFixture, ParameterGradientsAccumulateAndInputGradientsOverwrite) {
+  make_f_live();
+  OwnedTensor out(DType::f64, s.shape()), d_s(DType::f64, s.shape()), d_m(DType::f64, m.shape());
+  OwnedTensor d_out = random_tensor(s.shape(), 5);
+  MemoryRefinerContext ctx;
+  refiner.forward(out, ctx, s, m, dt, arena);
+  store.zero_grad();
+  refiner.backward(d_s, d_m, d_out, ctx, arena);
+  const auto once = values_of(store.grads());
+  const auto ds_once = values_of(d_s), dm_once = values_of(d_m);
+  refiner.backward(d_s, d_m, d_out, ctx, arena);
+  const auto twice = values_of(store.grads());
+  for (size_t i = 0; i < once.size(); ++i) EXPECT_DOUBLE_EQ(twice[i], 2.0 * once[i]);
+  EXPECT_EQ(values_of(d_s), ds_once);
+  EXPECT_EQ(values_of(d_m), dm_once);
+  // Optional gradients: skipping d_m leaves d_s and the parameters' share unchanged.
+  store.zero_grad();
+  refiner.backward(d_s, Tensor{}, d_out, ctx, arena);
+  EXPECT_EQ(values_of(d_s), ds_once);
+  EXPECT_EQ(values_of(store.grads()), once);
+}
+
+TEST_F(RefinerFixture, EmptyBatchIsANoOp) {
+  make_f_live();
+  OwnedTensor out(DType::f64, Shape(0, kMem)), s0(DType::f64, Shape(0, kMem));
+  OwnedTensor m0(DType::f64, Shape(0, kMsg)), dt0(DType::f64, Shape(0));
+  MemoryRefinerContext ctx;
+  refiner.forward(out, ctx, s0, m0, dt0, arena);
+  store.zero_grad();
+  refiner.backward(Tensor{}, Tensor{}, out, ctx, arena);
+  for (double v : values_of(store.grads())) EXPECT_EQ(v, 0.0);
+}
+
+TEST_F(RefinerFixture, RejectsMismatchedShapes) {
+  OwnedTensor out(DType::f64, s.shape());
+  OwnedTensor short_m = random_tensor(Shape(kRows - 1, kMsg), 6);
+  MemoryRefinerContext ctx;
+  EXPECT_ANY_THROW(refiner.forward(out, ctx, s, short_m, dt, arena));
+}
+
+}  // namespace
