@@ -303,7 +303,9 @@ TEST(DepbloomTraining, PlanForecastEqualsWhatARunCounts) {
         EXPECT_EQ(f.comm[kind].bytes, r.comm[kind].bytes) << dist::collective_name(kind);
       }
       const StrategyCounts &a = f.counts, &b = r.counts;
-      if (comm.rank() == 0) EXPECT_EQ(a.local_events, b.local_events);
+      if (comm.rank() == 0) {
+        EXPECT_EQ(a.local_events, b.local_events);
+      }
       EXPECT_EQ(a.exchanges, b.exchanges);
       EXPECT_EQ(a.exchanged_rows, b.exchanged_rows);
       EXPECT_EQ(a.exchanged_mails, b.exchanged_mails);
