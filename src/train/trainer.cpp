@@ -55,6 +55,8 @@ Trainer::Trainer(const data::EventStream& stream, const data::ChronoSplit& split
   DB_ASSERT(cfg.dtype == DType::f32 || cfg.device.is_cpu(), "f64 training runs on the CPU only");
   if (split.train.empty()) DB_THROW(data, "{}: the training split is empty", stream.source);
   cfg_.model.d_edge = stream.edge_dim;
+  DB_ASSERT(cfg.refine_micro_batches >= 1, "refine: {} micro-batches", cfg.refine_micro_batches);
+  cfg_.model.refine = cfg.refine_micro_batches > 1;  // m = 1 declares no refiner parameters
   if (cfg_.standardise_time && cfg_.model.embedding == model::EmbeddingKind::jodie)
     standardise_time();
   store_ = std::make_unique<model::ParameterStore>(cfg.dtype, cfg.device);

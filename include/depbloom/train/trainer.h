@@ -26,6 +26,7 @@
 #include "depbloom/train/batch_plan.h"
 #include "depbloom/train/checkpoint.h"
 #include "depbloom/train/metrics.h"
+#include "depbloom/train/refine_plan.h"
 #include "depbloom/train/schedule.h"
 #include "depbloom/train/step.h"
 #include "depbloom/train/step_io.h"
@@ -59,6 +60,11 @@ struct TrainerConfig {
   dist::Communicator* comm = nullptr;
   // The temporal windows and the partitioner of the window plan (partition/window_plan.h).
   partition::PartitionConfig partition;
+  // Intra-batch refinement (DESIGN.md 7.2): each step cut into this many micro-batches in
+  // time order (1: off, and model.refine stays false), the earlier ones' messages combined
+  // by `refine_aggregate`.
+  int32_t refine_micro_batches = 1;
+  RefineAggregate refine_aggregate = RefineAggregate::last;
 };
 
 struct EvalResult {
