@@ -53,9 +53,10 @@ std::string stages_text(const train::EpochResult& r) {
   for (int i = 0; i < train::kStages; ++i)
     s += fmt::format(" {} {:.2f} s,", train::stage_name(static_cast<train::Stage>(i)),
                      r.stages.seconds[static_cast<size_t>(i)]);
-  return s +
-         fmt::format(" evaluation {:.2f} s; {:.0f} memory rows per step; host waits/step {:.1f}",
-                     r.eval_seconds, r.memory_rows, r.host_waits);
+  return s + fmt::format(
+                 " evaluation {:.2f} s; {:.0f} memory rows per step ({:.0f} refined); host "
+                 "waits/step {:.1f}",
+                 r.eval_seconds, r.memory_rows, r.refined_rows, r.host_waits);
 }
 
 // The log lines of a run: progress within an epoch, each epoch's result, the test.
