@@ -46,6 +46,8 @@ const NameTable<bool> kSamplingStrategies{{false, "recent"}, {true, "uniform"}};
 const NameTable<bool> kMailTimes{{false, "read"}, {true, "event"}};
 const NameTable<bool> kDeliverTo{{false, "self"}, {true, "neighbors"}};
 const NameTable<bool> kTimeNorms{{true, "standard"}, {false, "tgl"}};
+const NameTable<train::RefineAggregate> kRefineAggregates{{train::RefineAggregate::last, "last"},
+                                                          {train::RefineAggregate::mean, "mean"}};
 
 const NameTable<DType> kDTypes{{DType::f32, "f32"}, {DType::f64, "f64"}};
 
@@ -168,6 +170,16 @@ void declare_gnn_train(OptionRegistry& r) {
   r.bind("partition.imbalance", FIELD(trainer.partition.imbalance),
          "bound on a window's most loaded part: its events / the mean over the ranks "
          "(depbloom)");
+
+  // Intra-batch memory refinement (DESIGN.md 7.2, docs/strategies.md).
+  r.bind("refine.micro_batches", FIELD(trainer.refine_micro_batches),
+         "micro-batches per step for intra-batch memory refinement (1: off, no refiner "
+         "parameters); rows read after a node's earlier in-batch events get a learned correction",
+         1);
+  r.bind("refine.hidden", FIELD(trainer.model.refine_hidden), "hidden width of the refiner's MLP",
+         1);
+  r.bind("refine.aggregate", FIELD(trainer.refine_aggregate), kRefineAggregates,
+         "how a row's earlier in-batch messages combine: the latest, or their mean");
 }
 
 // Where the events come from and how they are read and split (docs/data.md).

@@ -53,9 +53,10 @@ std::string stages_text(const train::EpochResult& r) {
   for (int i = 0; i < train::kStages; ++i)
     s += fmt::format(" {} {:.2f} s,", train::stage_name(static_cast<train::Stage>(i)),
                      r.stages.seconds[static_cast<size_t>(i)]);
-  return s +
-         fmt::format(" evaluation {:.2f} s; {:.0f} memory rows per step; host waits/step {:.1f}",
-                     r.eval_seconds, r.memory_rows, r.host_waits);
+  return s + fmt::format(
+                 " evaluation {:.2f} s; {:.0f} memory rows per step ({:.0f} refined); host "
+                 "waits/step {:.1f}",
+                 r.eval_seconds, r.memory_rows, r.refined_rows, r.host_waits);
 }
 
 // The log lines of a run: progress within an epoch, each epoch's result, the test.
@@ -181,7 +182,9 @@ const char* model_field_key(const std::string& field) {
       {"memory", "memory.memory_update"},
       {"memory_heads", "memory.attention_head"},
       {"mail_dt_at_event", "memory.mail_time"},
-      {"mailbox", "memory.mailbox_size"}};
+      {"mailbox", "memory.mailbox_size"},
+      {"refine", "refine.micro_batches"},
+      {"refine_hidden", "refine.hidden"}};
   for (const auto& [f, key] : keys)
     if (field == f) return key;
   DB_THROW(runtime, "TgnnConfig.{} has no config key", field);
@@ -224,6 +227,7 @@ train::TrainerConfig trainer_config(const RunConfig& c, Device device) {
           "f64 runs on the CPU only; use run.device: cpu");
   partition::check_partition_config(t.partition);  // refused at start, not when first used
   t.device = device;
+  m.refine = t.refine_micro_batches > 1;
   if (auto problem = model::find_problem(m))
     DB_THROW(config, "{}: {}", model_field_key(problem->field), problem->why);
   return t;

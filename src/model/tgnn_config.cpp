@@ -47,6 +47,14 @@ std::optional<ConfigProblem> find_problem(const TgnnConfig& c) {
                          fmt::format("{} mails need the transformer updater; the GRU and RNN "
                                      "updaters read one mail",
                                      c.mailbox)};
+  if (c.refine && c.memory == MemoryKind::none)
+    return ConfigProblem{"refine", "refinement corrects memory rows: it needs a memory"};
+  if (c.refine && c.embedding == EmbeddingKind::jodie)
+    return ConfigProblem{"refine",
+                         "JODIE's projection reads per-row times the refined copies do not have "
+                         "yet; use the identity or attention embedding"};
+  if (c.refine && c.refine_hidden < 1)
+    return ConfigProblem{"refine_hidden", "the refiner needs a positive hidden width"};
   return std::nullopt;
 }
 

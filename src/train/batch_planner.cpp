@@ -38,7 +38,7 @@ BatchPlanner::BatchPlanner(const data::EventStream& stream, const PlanConfig& cf
 
 void BatchPlanner::plan_batch(BatchPlan& out, const int64_t* events, int64_t count,
                               const int32_t* negatives, int32_t negatives_k, uint32_t epoch,
-                              const graph::NeighbourSampler* sampler) {
+                              const graph::NeighbourSampler* sampler, int32_t micro_batches) {
   DB_ASSERT(count > 0 && negatives_k >= 0, "planner: {} events, {} negatives", count, negatives_k);
   const int32_t hops = cfg_.sampled_hops();
   DB_ASSERT(hops == 0 || sampler != nullptr, "planner: sampling needs a sampler");
@@ -59,6 +59,9 @@ void BatchPlanner::plan_batch(BatchPlan& out, const int64_t* events, int64_t cou
   plan_rows(out);
   plan_dropout_ids(out);
   plan_writes(out);
+  // Refinement redirects reads to copies after the write set took the base rows.
+  out.refine_row.clear(), out.refine_dt.clear();
+  if (micro_batches > 1 && cfg_.memory) plan_refine(out, micro_batches);
 }
 
 // Roots: the sources, the destinations, then K blocks of negatives (TGL's order). The
@@ -263,7 +266,9 @@ bool same_plan(const BatchPlan& a, const BatchPlan& b) {
       a.epoch != b.epoch || a.micro_bounds != b.micro_bounds || a.root_node != b.root_node ||
       a.root_time != b.root_time || a.root_key != b.root_key || a.mem_node != b.mem_node ||
       a.mem_time != b.mem_time || a.root_row != b.root_row || a.slot_row != b.slot_row ||
-      a.root_id != b.root_id || a.mem_id != b.mem_id || !same_writes(a.writes, b.writes))
+      a.root_id != b.root_id || a.mem_id != b.mem_id || !same_writes(a.writes, b.writes) ||
+      a.refine_row != b.refine_row || a.refine_dt != b.refine_dt ||
+      a.refine.term_pos != b.refine.term_pos || a.refine.term_role != b.refine.term_role)
     return false;
   if (a.blocks.hops() != b.blocks.hops()) return false;
   for (int32_t l = 0; l < a.blocks.hops(); ++l)

@@ -62,6 +62,7 @@ json epoch_json(const EpochResult& r) {
           {"train_seconds", r.train_seconds},
           {"events_per_s", static_cast<double>(r.events) / r.train_seconds},
           {"memory_rows_per_batch", r.memory_rows},
+          {"refined_rows_per_batch", r.refined_rows},
           {"host_waits_per_step", r.host_waits},
           {"val", eval_json(r.val)},
           {"val_new_nodes", eval_json(r.val_new)},

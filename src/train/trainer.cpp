@@ -35,6 +35,7 @@ PlanConfig plan_config(const TrainerConfig& cfg) {
   pc.jodie = m.embedding == model::EmbeddingKind::jodie;
   pc.mail_dt_at_event = m.mail_dt_at_event;
   pc.skip_empty_mailbox = m.skip_empty_mailbox;
+  pc.refine_aggregate = cfg.refine_aggregate;
   return pc;
 }
 
@@ -55,6 +56,8 @@ Trainer::Trainer(const data::EventStream& stream, const data::ChronoSplit& split
   DB_ASSERT(cfg.dtype == DType::f32 || cfg.device.is_cpu(), "f64 training runs on the CPU only");
   if (split.train.empty()) DB_THROW(data, "{}: the training split is empty", stream.source);
   cfg_.model.d_edge = stream.edge_dim;
+  DB_ASSERT(cfg.refine_micro_batches >= 1, "refine: {} micro-batches", cfg.refine_micro_batches);
+  cfg_.model.refine = cfg.refine_micro_batches > 1;  // m = 1 declares no refiner parameters
   if (cfg_.standardise_time && cfg_.model.embedding == model::EmbeddingKind::jodie)
     standardise_time();
   store_ = std::make_unique<model::ParameterStore>(cfg.dtype, cfg.device);
@@ -172,7 +175,7 @@ EpochResult Trainer::run_epoch(int epoch, const ProgressFn& progress) {
   r.epoch = epoch;
   r.strategy = strategy_->name();
   stages_ = StageTimes{};
-  memory_rows_ = 0;
+  memory_rows_ = 0, refined_rows_ = 0;
   strategy_->begin_epoch();
   state_->reset();
   if (cfg_.comm != nullptr) cfg_.comm->reset_stats();
@@ -195,6 +198,7 @@ EpochResult Trainer::run_epoch(int epoch, const ProgressFn& progress) {
   r.train_seconds = watch.seconds();
   r.stages = stages_;
   r.memory_rows = n > 0 ? static_cast<double>(memory_rows_) / static_cast<double>(n) : 0;
+  r.refined_rows = n > 0 ? static_cast<double>(refined_rows_) / static_cast<double>(n) : 0;
   if (cfg_.comm != nullptr) {
     r.ranks = cfg_.comm->size();
     r.comm = cfg_.comm->stats();

@@ -1,10 +1,21 @@
 // Evaluation passes: each batch planned, staged, gathered, updated, embedded and scored
 // like a training step without gradients, then written back so memory carries on.
+#include <algorithm>
+
 #include "depbloom/backend/ops.h"
 #include "depbloom/core/timer.h"
 #include "depbloom/train/trainer.h"
 
 namespace depbloom::train {
+
+// Evaluation cuts its batches into micro-batches of the training micro-batch's size (at
+// least one), so that a row sees as much of its batch as in training.
+int32_t Trainer::eval_micro_batches() const {
+  const int32_t m = cfg_.refine_micro_batches;
+  if (m <= 1) return 1;
+  const int64_t micro = std::max<int64_t>(1, cfg_.batch_size / m);
+  return static_cast<int32_t>(std::max<int64_t>(1, cfg_.eval_batch_size / micro));
+}
 
 void Trainer::evaluate_batch(const int64_t* batch, int64_t count, uint32_t split_id) {
   const int32_t k = cfg_.eval_negatives;
@@ -14,13 +25,16 @@ void Trainer::evaluate_batch(const int64_t* batch, int64_t count, uint32_t split
   arena_.reset();
   negatives_.resize(static_cast<size_t>(count * k));
   eval_negatives_->sample_events(split_id, batch, count, negatives_.data());
-  planner_->plan_batch(d.plan, batch, count, negatives_.data(), k, 0, eval_sampler_.get());
+  planner_->plan_batch(d.plan, batch, count, negatives_.data(), k, 0, eval_sampler_.get(),
+                       eval_micro_batches());
   d.staged = stager_->stage(d.plan, *state_, arena_);
   d.staged.in.seed = cfg_.seed;
   const model::TgnnInputs& in = d.staged.in;
   model_->gather(d.rows, *state_, in, arena);
-  d.updated = arena.alloc(dtype, Shape(in.mem_node.numel(), cfg_.model.d_input()));
-  model_->update_memory(d.updated, in, d.rows, false, arena);
+  d.updated =
+      arena.alloc(dtype, Shape(in.mem_node.numel() + d.plan.refined_rows(), cfg_.model.d_input()));
+  model_->update_memory(d.memory_rows(), in, d.rows, false, arena);
+  if (d.plan.refined_rows() > 0) model_->refine(d.updated, in, edge_feat_.view(), arena);
   d.emb = arena.alloc(dtype, Shape(d.plan.roots(), cfg_.model.d_out()));
   model_->embed(d.emb, in, d.updated, d.rows, edge_feat_.view(), false, arena);
   const int64_t n = (1 + k) * count;
@@ -48,8 +62,8 @@ void Trainer::evaluate_batch(const int64_t* batch, int64_t count, uint32_t split
                static_cast<double>(count);
   }
   if (!plan_cfg_.memory) return;
-  const model::WriteSet writes = collect(d.plan, d.staged, plan_cfg_, d.updated, d.rows.last_update,
-                                         edge_feat_.view(), arena_);
+  const model::WriteSet writes = collect(d.plan, d.staged, plan_cfg_, d.memory_rows(),
+                                         d.rows.last_update, edge_feat_.view(), arena_);
   state_->apply(writes, model::WriteFilter{}, arena);
 }
 

@@ -10,9 +10,9 @@
 namespace depbloom::train {
 
 const char* stage_name(Stage stage) {
-  static constexpr const char* kNames[kStages] = {"sample", "gather",   "memory_update",
-                                                  "embed",  "loss",     "backward",
-                                                  "reduce", "optimise", "write_back"};
+  static constexpr const char* kNames[kStages] = {
+      "sample", "gather",   "memory_update", "refine",   "embed",
+      "loss",   "backward", "reduce",        "optimise", "write_back"};
   return kNames[static_cast<size_t>(stage)];
 }
 
@@ -20,6 +20,7 @@ const std::array<Trainer::StageEntry, kStages> Trainer::kTrainingStages = {{
     {Stage::sample, &Trainer::sample},
     {Stage::gather, &Trainer::gather},
     {Stage::memory_update, &Trainer::memory_update},
+    {Stage::refine, &Trainer::refine},
     {Stage::embed, &Trainer::embed},
     {Stage::loss, &Trainer::loss},
     {Stage::backward, &Trainer::backward},
@@ -34,8 +35,8 @@ void Trainer::plan_step(BatchPlan& out, const ScheduledStep& step, int epoch) {
   const auto ep = static_cast<uint32_t>(epoch);
   negatives_.resize(static_cast<size_t>(step.count));
   train_negatives_->sample_events(step.events, step.count, 1, ep, negatives_.data());
-  planner_->plan_batch(out, step.events, step.count, negatives_.data(), 1, ep,
-                       train_sampler_.get());
+  planner_->plan_batch(out, step.events, step.count, negatives_.data(), 1, ep, train_sampler_.get(),
+                       cfg_.refine_micro_batches);
 }
 
 // sample: negatives, the plan (no node state) and the staged inputs (node state's rings).
@@ -47,6 +48,7 @@ void Trainer::sample(StepData& d) {
   d.staged.in.seed = cfg_.seed;
   d.staged.in.epoch = d.epoch;
   memory_rows_ += d.plan.memory_rows();
+  refined_rows_ += d.plan.refined_rows();
 }
 
 void Trainer::gather(StepData& d) {
@@ -56,9 +58,17 @@ void Trainer::gather(StepData& d) {
 
 void Trainer::memory_update(StepData& d) {
   if (d.empty()) return;
-  const int64_t u = d.staged.in.mem_node.numel();
-  d.updated = arena_.device().alloc(store_->dtype(), Shape(u, cfg_.model.d_input()));
-  model_->update_memory(d.updated, d.staged.in, d.rows, true, arena_.device());
+  // Room for the refined copies after the U memory rows; the updater fills [0, U).
+  const int64_t u = d.staged.in.mem_node.numel(), r = d.plan.refined_rows();
+  d.updated = arena_.device().alloc(store_->dtype(), Shape(u + r, cfg_.model.d_input()));
+  model_->update_memory(d.memory_rows(), d.staged.in, d.rows, true, arena_.device());
+}
+
+// refine: the copies of rows read after their node's earlier in-batch events (none with one
+// micro-batch).
+void Trainer::refine(StepData& d) {
+  if (d.empty() || d.plan.refined_rows() == 0) return;
+  model_->refine(d.updated, d.staged.in, edge_feat_.view(), arena_.device());
 }
 
 void Trainer::embed(StepData& d) {
@@ -124,7 +134,7 @@ void Trainer::write_back(StepData& d) {
   const bool memory = plan_cfg_.memory;
   d.writes = model::WriteSet{};
   if (!d.empty() && memory)
-    d.writes = collect(d.plan, d.staged, plan_cfg_, d.updated, d.rows.last_update,
+    d.writes = collect(d.plan, d.staged, plan_cfg_, d.memory_rows(), d.rows.last_update,
                        edge_feat_.view(), arena_);
   StepWrites w;
   w.step = d.step;
@@ -162,7 +172,8 @@ double Trainer::step_loss(const int64_t* events, int64_t count, int epoch, bool 
   const ScheduledStep step = contiguous_part(events, count, 0, 1);
   data_.step = &step;
   data_.epoch = static_cast<uint32_t>(epoch);
-  for (Stage s : {Stage::sample, Stage::gather, Stage::memory_update, Stage::embed, Stage::loss})
+  for (Stage s : {Stage::sample, Stage::gather, Stage::memory_update, Stage::refine, Stage::embed,
+                  Stage::loss})
     (this->*kTrainingStages[static_cast<size_t>(s)].run)(data_);
   if (with_gradients) backward(data_);
   const double loss = data_.local_loss;
@@ -173,7 +184,7 @@ double Trainer::step_loss(const int64_t* events, int64_t count, int epoch, bool 
 const model::WriteSet& Trainer::step_writes() {
   data_.writes = model::WriteSet{};
   if (plan_cfg_.memory && data_.plan.batch() > 0)
-    data_.writes = collect(data_.plan, data_.staged, plan_cfg_, data_.updated,
+    data_.writes = collect(data_.plan, data_.staged, plan_cfg_, data_.memory_rows(),
                            data_.rows.last_update, edge_feat_.view(), arena_);
   return data_.writes;
 }

@@ -22,6 +22,7 @@ struct TrainerCase {
   int layers;
   int mailbox;
   bool deliver_to_neighbours;
+  int32_t micro_batches = 1;  // > 1: a refined step (plan, copies, refine stage)
 };
 
 void PrintTo(const TrainerCase& c, std::ostream* os) {
@@ -46,6 +47,8 @@ depbloom::train::TrainerConfig trainer_config(const TrainerCase& c) {
   cfg.batch_size = 32;
   cfg.lr = 1e-3;
   cfg.seed = 1;
+  cfg.refine_micro_batches = c.micro_batches;
+  cfg.refine_aggregate = depbloom::train::RefineAggregate::mean;
   return cfg;
 }
 
@@ -68,6 +71,9 @@ TEST_P(WarmTrainStep, AllocatesNothing) {
   g_counting = true;
   const double loss = trainer.train_step(step, 1);
   g_counting = false;
+  if (cfg.refine_micro_batches > 1) {
+    EXPECT_GT(trainer.last_plan().refined_rows(), 0) << "the warm step refines nothing";
+  }
   EXPECT_TRUE(loss > 0.0) << loss;
   EXPECT_EQ(g_allocations.load(), 0) << "heap allocations in a warm train_step";
   EXPECT_EQ(trainer.arena().system_allocations(), arena_chunks) << "the arena grew";
@@ -78,6 +84,10 @@ const TrainerCase kTrainerCases[] = {
      1, 1, false},
     {"apan_mailbox_delivery", depbloom::model::MemoryKind::transformer,
      depbloom::model::EmbeddingKind::identity, 1, 3, true},
+    {"tgn_attention_refine4", depbloom::model::MemoryKind::gru,
+     depbloom::model::EmbeddingKind::attention, 1, 1, false, 4},
+    {"apan_refine4", depbloom::model::MemoryKind::transformer,
+     depbloom::model::EmbeddingKind::identity, 1, 3, true, 4},
 };
 
 INSTANTIATE_TEST_SUITE_P(Models, WarmTrainStep, ::testing::ValuesIn(kTrainerCases),

@@ -13,6 +13,7 @@
 #include "depbloom/core/arena.h"
 #include "depbloom/core/tensor.h"
 #include "depbloom/model/link_predictor.h"
+#include "depbloom/model/memory_refiner.h"
 #include "depbloom/model/node_state.h"
 #include "depbloom/model/parameters.h"
 #include "depbloom/model/tgnn_config.h"
@@ -41,7 +42,17 @@ struct TgnnInputs {
   // [U] (the APAN updater); what a row is, not where it sits, keys its mask.
   std::array<Tensor, kMaxHops> root_id;
   Tensor mem_id;
-  uint64_t seed = 0;  // dropout draws: (seed, epoch, counter)
+  // Intra-batch refinement (DESIGN.md 7.2; undefined without it): R refined copies, rows
+  // [U, U + R) of the embedding's input. Copy c corrects input row refine_base[c] with the
+  // messages of T terms: term t adds weight * [updated[term_self] || updated[term_other] ||
+  // edge_feat[term_eid]] to copy term_row[t] (the mail the write-back builds).
+  Tensor refine_base;  // [R] i32 input row in [0, U)
+  Tensor refine_dt;    // [R] the row's time - the latest earlier in-batch event's (state dtype)
+  Tensor term_row;     // [T] i32 copy in [0, R)
+  Tensor term_self, term_other;  // [T] i32 input rows in [0, U)
+  Tensor term_eid;               // [T] i64 edge feature row (with edge features)
+  Tensor term_weight;            // [T] (state dtype), undefined: every weight is 1
+  uint64_t seed = 0;             // dropout draws: (seed, epoch, counter)
   uint32_t epoch = 0;
 };
 
@@ -75,7 +86,10 @@ class Tgnn {
   // (rows without mail pass through); with gradient.
   void update_memory(const Tensor& updated, const TgnnInputs& in, const MemoryRows& rows,
                      bool training, Arena& arena);
-  // Embed stage: emb [(2+K)B, d_out()] of every root from the updated rows.
+  // Refine stage: rows [U, U + R) of updated [U + R, d_input()] from rows [0, U) (filled by
+  // update_memory) and in.refine_* / term_*; nothing when in has no refined copies.
+  void refine(const Tensor& updated, const TgnnInputs& in, const Tensor& edge_feat, Arena& arena);
+  // Embed stage: emb [(2+K)B, d_out()] of every root from the updated rows (and copies).
   void embed(const Tensor& emb, const TgnnInputs& in, const Tensor& updated, const MemoryRows& rows,
              const Tensor& edge_feat, bool training, Arena& arena);
   // Predict (the loss stage's first half): logits [(1+K)B] in TGL's order (positives, then
@@ -85,7 +99,12 @@ class Tgnn {
   // the last predict, embed and update_memory (whose buffers must still be alive).
   void backward(const Tensor& d_logits, Arena& arena);
 
+  bool refines() const { return refiner_ != nullptr; }
+
  private:
+  // d_updated [U + R, d_mem]: the copies' gradient pushed onto rows [0, U) (accumulates).
+  void refine_backward(const Tensor& d_updated, Arena& arena);
+
   TgnnConfig cfg_;
   std::unique_ptr<MemoryPart> memory_;
   std::unique_ptr<EmbeddingPart> embedding_;
@@ -93,6 +112,11 @@ class Tgnn {
   // The last forward, for backward.
   int64_t batch_ = 0, rows_ = 0;
   LinkPredictorContext predict_ctx_;
+  // Refinement (cfg.refine only) and its last forward.
+  std::unique_ptr<MemoryRefiner> refiner_;
+  MemoryRefinerContext refine_ctx_;
+  int64_t refined_ = 0;
+  Tensor refine_s_, refine_m_, refine_base_, term_row_, term_self_, term_other_, term_weight_;
 };
 
 }  // namespace depbloom::model

@@ -50,6 +50,10 @@ struct TgnnConfig {
   // (table mode) when there are fewer rows than slots (automatic), or always one way. Both
   // give the same model; the fixed choices let tests check each path.
   NeighbourReads neighbour_reads = NeighbourReads::automatic;
+  // Intra-batch refinement (DESIGN.md 7.2): a MemoryRefiner of this hidden width corrects
+  // the memory rows the trainer lists. Off (no parameters declared) unless refine is set.
+  bool refine = false;
+  int64_t refine_hidden = 64;
 
   int64_t d_mail() const { return 2 * d_mem + d_edge; }
   // Width of a node's input to the embedding: its memory, or one zero column without

@@ -9,12 +9,14 @@
 
 #include <array>
 #include <cstdint>
+#include <memory>
 #include <vector>
 
 #include "depbloom/data/event_stream.h"
 #include "depbloom/graph/block.h"
 #include "depbloom/graph/neighbour_sampler.h"
 #include "depbloom/model/tgnn_config.h"
+#include "depbloom/train/refine_plan.h"
 
 namespace depbloom::train {
 
@@ -28,6 +30,7 @@ struct PlanConfig {
   bool jodie = false;                  // stage 1 / (t + 1) per memory row
   bool mail_dt_at_event = false;       // store t_event - t_last_update as the mail's time
   bool skip_empty_mailbox = false;     // stage rows with mail first (Tgnn skips the rest)
+  RefineAggregate refine_aggregate = RefineAggregate::last;  // with several micro-batches
 
   // Hops the sampler fills: the embedding's, and one for neighbour delivery.
   int32_t sampled_hops() const { return hops > 0 ? hops : (deliver_to_neighbours ? 1 : 0); }
@@ -65,6 +68,7 @@ struct BatchPlan {
   // Memory rows read: distinct (node, time) among the roots and the embedding's neighbours.
   std::vector<int32_t> mem_node;
   std::vector<double> mem_time;
+  // The embedding's input row of each read: a memory row, or U + c for refined copy c.
   std::vector<int32_t> root_row;                               // [(2+K)B]
   std::array<std::vector<int32_t>, model::kMaxHops> slot_row;  // per hop [R_l * k]; -1 empty
   // Dropout counters that depend on what a row is, never on where it sits: per hop the
@@ -72,10 +76,17 @@ struct BatchPlan {
   std::array<std::vector<int64_t>, model::kMaxHops> root_id;
   std::vector<int64_t> mem_id;
   PlannedWrites writes;
+  // Refinement (several micro-batches only; else empty): copy c corrects memory row
+  // refine_row[c] for one micro-batch that reads it, one copy per (row, micro-batch); refine
+  // lists its earlier in-batch events (refine.request[c] indexes no array kept here).
+  RefinePlan refine;
+  std::vector<int32_t> refine_row;  // [R] memory row
+  std::vector<double> refine_dt;    // [R] row time - the latest earlier event's time
 
   int64_t batch() const { return static_cast<int64_t>(events.size()); }
   int64_t roots() const { return static_cast<int64_t>(root_node.size()); }
   int64_t memory_rows() const { return static_cast<int64_t>(mem_node.size()); }
+  int64_t refined_rows() const { return static_cast<int64_t>(refine_row.size()); }
 };
 
 // Whether two plans read and write the same things (every field, blocks included).
@@ -92,9 +103,11 @@ class BatchPlanner {
 
   // out = the plan of events[0, count) (stream rows, ascending) with K negatives each
   // (negatives [count * K], event-major), one micro-batch, neighbours drawn by `sampler`
-  // for `epoch` (null only when the config samples nothing).
+  // for `epoch` (null only when the config samples nothing), cut into `micro_batches` for
+  // refinement (cut_micro_batches; 1: no refinement).
   void plan_batch(BatchPlan& out, const int64_t* events, int64_t count, const int32_t* negatives,
-                  int32_t negatives_k, uint32_t epoch, const graph::NeighbourSampler* sampler);
+                  int32_t negatives_k, uint32_t epoch, const graph::NeighbourSampler* sampler,
+                  int32_t micro_batches = 1);
 
  private:
   void plan_roots(BatchPlan& p, const int64_t* events, int64_t count, const int32_t* negatives,
@@ -102,6 +115,7 @@ class BatchPlanner {
   void plan_rows(BatchPlan& p);
   void plan_dropout_ids(BatchPlan& p) const;
   void plan_writes(BatchPlan& p);
+  void plan_refine(BatchPlan& p, int32_t micro_batches);    // after plan_writes
   int32_t row_of(BatchPlan& p, int32_t node, double time);  // memory row, added if new
   void reserve_table(int64_t entries);
 
@@ -117,6 +131,10 @@ class BatchPlanner {
   std::vector<uint32_t> node_stamp_;
   std::vector<int32_t> node_pos_;
   uint32_t write_stamp_ = 0;
+  // Refinement: the planner (made on first use), its requests (distinct (row, micro-batch)
+  // reads) and (row * m + micro-batch) -> request, or -1.
+  std::unique_ptr<RefinePlanner> refine_planner_;
+  std::vector<int32_t> micro_of_event_, req_node_, req_micro_, req_row_, req_copy_, pair_req_;
 };
 
 }  // namespace depbloom::train

@@ -20,7 +20,8 @@ namespace depbloom::train {
 enum class Stage : uint8_t {
   sample,         // negatives, the BatchPlan, staged inputs   -> plan, staged
   gather,         // node-state rows of the memory rows         -> rows
-  memory_update,  // the updater over the gathered rows         -> updated
+  memory_update,  // the updater over the gathered rows         -> updated rows [0, U)
+  refine,         // refined copies (several micro-batches)     -> updated rows [U, U + R)
   embed,          // the embedding of every root                -> emb
   loss,           // link predictor and TGL's loss              -> logits, local_loss
   backward,       // gradients of this rank's share of the loss -> the store's gradients
@@ -28,7 +29,7 @@ enum class Stage : uint8_t {
   optimise,       // one Adam step
   write_back,     // collect the writes; the strategy applies/exchanges them -> writes, loss
 };
-inline constexpr int kStages = 9;
+inline constexpr int kStages = 10;
 
 // "sample", "gather", "memory_update", ...: the names in logs and metrics.jsonl.
 const char* stage_name(Stage stage);
@@ -46,7 +47,7 @@ struct StepData {
   BatchPlan plan;                       // sample
   StagedBatch staged;                   // sample
   model::MemoryRows rows;               // gather
-  Tensor updated;                       // memory_update [U, d_input]
+  Tensor updated;                       // memory_update, refine [U + R, d_input]
   Tensor emb;                           // embed [(2+K)B, d_out]
   Tensor logits, targets;               // loss [(1+K)B]
   double local_loss = 0;                // loss: TGL's loss over this rank's events
@@ -54,6 +55,8 @@ struct StepData {
   double loss = 0;                      // write_back: the step's global loss
 
   bool empty() const { return step == nullptr || step->count == 0; }
+  // The memory rows without the refined copies: what the write-back reads.
+  Tensor memory_rows() const { return updated.rows(0, staged.memory_rows); }
 };
 
 }  // namespace depbloom::train

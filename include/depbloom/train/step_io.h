@@ -47,9 +47,11 @@ class StepArena {
 struct StagedBatch {
   model::TgnnInputs in;
   const int32_t* row_of = nullptr;  // [U] plan row -> input row; null: the same row
+  int64_t memory_rows = 0;          // U: rows from U on are refined copies, never reordered
 
   int32_t input_row(int32_t plan_row) const {
-    return row_of == nullptr || plan_row < 0 ? plan_row : row_of[plan_row];
+    return row_of == nullptr || plan_row < 0 || plan_row >= memory_rows ? plan_row
+                                                                        : row_of[plan_row];
   }
 };
 
@@ -65,6 +67,7 @@ class BatchStager {
 
  private:
   void order_rows_by_mail(const BatchPlan& plan, const model::NodeState& state);
+  void stage_refine(StagedBatch& out, const BatchPlan& plan, StepArena& arena);
 
   PlanConfig cfg_;
   DType dtype_;
@@ -75,6 +78,9 @@ class BatchStager {
   std::vector<int32_t> mem_node_;
   std::vector<double> mem_time_, inv_time_;
   std::vector<int64_t> mem_id_;
+  // Refinement's per-copy and per-term arrays, in input rows.
+  std::vector<int32_t> refine_base_, term_row_, term_self_, term_other_;
+  std::vector<int64_t> term_eid_;
 };
 
 // The memory rows and mails `plan` writes, from the model's outputs of the staged batch:

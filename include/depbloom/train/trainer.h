@@ -26,6 +26,7 @@
 #include "depbloom/train/batch_plan.h"
 #include "depbloom/train/checkpoint.h"
 #include "depbloom/train/metrics.h"
+#include "depbloom/train/refine_plan.h"
 #include "depbloom/train/schedule.h"
 #include "depbloom/train/step.h"
 #include "depbloom/train/step_io.h"
@@ -59,6 +60,11 @@ struct TrainerConfig {
   dist::Communicator* comm = nullptr;
   // The temporal windows and the partitioner of the window plan (partition/window_plan.h).
   partition::PartitionConfig partition;
+  // Intra-batch refinement (DESIGN.md 7.2): each step cut into this many micro-batches in
+  // time order (1: off, and model.refine stays false), the earlier ones' messages combined
+  // by `refine_aggregate`.
+  int32_t refine_micro_batches = 1;
+  RefineAggregate refine_aggregate = RefineAggregate::last;
 };
 
 struct EvalResult {
@@ -74,8 +80,9 @@ struct EpochResult {
   int epoch = 0;
   double loss = 0.0;  // mean over the epoch's batches of TGL's loss
   int64_t events = 0;
-  int64_t batches = 0;       // steps
-  double memory_rows = 0.0;  // mean distinct (node, time) memory rows per step
+  int64_t batches = 0;        // steps
+  double memory_rows = 0.0;   // mean distinct (node, time) memory rows per step
+  double refined_rows = 0.0;  // mean refined copies per step (refine.micro_batches > 1)
   // Mean host waits for the GPU per training step (backend::host_waits; 0 on the CPU): the
   // loss read alone makes it 1, anything more is a stall to remove.
   double host_waits = 0.0;
@@ -122,6 +129,8 @@ class Trainer {
   // The plan the sample stage makes for `step` (reads no node state): the lookahead's.
   void plan_step(BatchPlan& out, const ScheduledStep& step, int epoch);
   const BatchPlan& last_plan() const { return data_.plan; }
+  // The last step's stage outputs (embeddings, logits), valid until the next step: for tests.
+  const StepData& last_step() const { return data_; }
   // The writes this rank's last step collected (valid until the next step): what a deferred
   // write-back would apply.
   const model::WriteSet& last_writes() const { return data_.writes; }
@@ -150,6 +159,7 @@ class Trainer {
   void sample(StepData& d);
   void gather(StepData& d);
   void memory_update(StepData& d);
+  void refine(StepData& d);
   void embed(StepData& d);
   void loss(StepData& d);
   void backward(StepData& d);
@@ -165,6 +175,7 @@ class Trainer {
 
   EvalResult evaluate(const std::vector<int64_t>& events, uint32_t split_id);
   void evaluate_batch(const int64_t* batch, int64_t count, uint32_t split_id);
+  int32_t eval_micro_batches() const;
   void make_targets();
   void standardise_time();
 
@@ -193,7 +204,7 @@ class Trainer {
   double rr_sum_ = 0;
   std::vector<double> loss_trace_;
   StageTimes stages_;
-  int64_t memory_rows_ = 0;
+  int64_t memory_rows_ = 0, refined_rows_ = 0;
 };
 
 }  // namespace depbloom::train
