@@ -15,6 +15,10 @@
 #   missing_data_named --data naming a file that does not exist: exit 3 naming the file
 #   old_checkpoint     --eval-only of tests/fixtures/ckpt/best.ckpt, written by the code
 #                      before the stages refactor, gives the test metrics it gave then
+#   refine_resume      with refine.micro_batches=4 (rows refined every step): 1 epoch then
+#                      --resume to 2 gives the straight 2-epoch run's losses and APs, and
+#                      --eval-only of its best.ckpt prints its test AP (the refiner's
+#                      parameters travel in the checkpoint)
 # Each case prints the program's output, then what it checked.
 set -uo pipefail
 
@@ -109,6 +113,26 @@ EOF
   missing_data_named)
     run 3 --device cpu --data "$work/no-such-dir/no-such.csv" --out "$work/missing"
     expect_in_output no-such.csv
+    ;;
+  refine_resume)
+    rm -rf "${work:?}/$case"
+    refine=(--set refine.micro_batches=4 --set train.batch_size=400)
+    run 0 "${quick[@]}" "${refine[@]}" --set train.epoch=2 --out "$work/$case/straight"
+    run 0 "${quick[@]}" "${refine[@]}" --out "$work/$case/resumed"
+    run 0 --resume "$work/$case/resumed" --set train.epoch=2
+    # Every "KEY":value of a metrics file, outside the per-stage times.
+    values() { sed 's/"stage_s":{[^}]*}//' "$1" | grep -o "\"$2\":[^,}]*" | tail -n 4; }
+    for f in loss ap ap_batch_mean refined_rows_per_batch; do
+      a=$(values "$work/$case/straight/metrics.jsonl" "$f")
+      b=$(values "$work/$case/resumed/metrics.jsonl" "$f")
+      [[ -n $a && $a == "$b" ]] || fail "\"$f\" differs after --resume: $a against $b"
+    done
+    grep -q '"refined_rows_per_batch":[1-9]' "$work/$case/straight/metrics.jsonl" ||
+      fail "no rows were refined"
+    run 0 --eval-only "$work/$case/straight/best.ckpt"
+    test_ap=$(grep '"split":"test"' "$work/$case/straight/metrics.jsonl" |
+      grep -o '"test":{"ap":[0-9.]*' | grep -o '[0-9.]*$')
+    expect_in_output "test AP $(printf '%.4f' "$test_ap")"
     ;;
   old_checkpoint)
     fixtures=$(dirname "${BASH_SOURCE[0]}")/../fixtures/ckpt
