@@ -30,6 +30,7 @@ struct ModelCase {
   int mailbox;
   bool deliver;
   model::AttentionStyle style = model::AttentionStyle::tgl;
+  int micro_batches = 1;  // refine.micro_batches (issue 17)
 };
 
 train::TrainerConfig config_for(const ModelCase& c, Device device) {
@@ -42,6 +43,7 @@ train::TrainerConfig config_for(const ModelCase& c, Device device) {
   t.model.d_mem_time = t.model.d_gnn_time = 16;
   t.model.dropout = 0.1;
   t.deliver_to_neighbours = c.deliver;
+  t.refine_micro_batches = c.micro_batches;
   t.batch_size = t.eval_batch_size = 200;
   t.max_batches = 8;
   t.seed = 3;
@@ -65,7 +67,8 @@ float max_abs_diff(const depbloom::Tensor& on_gpu, const depbloom::Tensor& on_cp
   return worst;
 }
 
-// Each step of a short epoch, teacher-forced: before the step the GPU trainer loads the CPU
+// Each step of a short epoch (the four models, and TGN and APAN with intra-batch
+// refinement), teacher-forced: before the step the GPU trainer loads the CPU
 // trainer's parameters, Adam state and node state, so the two losses and the rows the step
 // writes differ by one step's f32 rounding (summation order, ~1e-6), not by what earlier
 // steps amplified. Then the test split, scored by both from the same state. Free-running f32
@@ -85,11 +88,23 @@ TEST_F(GpuTrainer, CudaStepsAndScoresEqualTheCpuFromTheSameState) {
        model::AttentionStyle::tgn},
       {"jodie", model::MemoryKind::rnn, model::EmbeddingKind::jodie, 1, false},
       {"apan", model::MemoryKind::transformer, model::EmbeddingKind::identity, 4, true},
+      // Intra-batch refinement with 4 micro-batches (its refiner made active below).
+      {"tgn_refine4", model::MemoryKind::gru, model::EmbeddingKind::attention, 1, false,
+       model::AttentionStyle::tgl, 4},
+      {"apan_refine4", model::MemoryKind::transformer, model::EmbeddingKind::identity, 4, true,
+       model::AttentionStyle::tgl, 4},
   };
   for (const ModelCase& c : cases) {
     SCOPED_TRACE(c.name);
     train::Trainer cpu(stream, split, config_for(c, Device::cpu()));
     train::Trainer gpu(stream, split, config_for(c, kGpu));
+    // A fresh refiner is the identity (fc2 starts at zero): give fc2 weights, so the CUDA
+    // refine stage and its backward are compared doing something (the GPU loads them below).
+    for (const auto& e : cpu.parameters().entries())
+      if (e.name.rfind("refine.fc2.", 0) == 0)
+        for (int64_t i = 0; i < e.shape.numel(); ++i)
+          cpu.parameters().values().data<float>()[e.offset + i] =
+              0.2f * std::sin(1.7f * static_cast<float>(i) + 0.3f);
     const train::Schedule& sc = cpu.schedule_epoch();
     const train::Schedule& sg = gpu.schedule_epoch();
     ASSERT_EQ(sc.size(), sg.size());
@@ -136,7 +151,9 @@ TEST_F(GpuTrainer, CudaFollowsTheCpuLossTraceFreeRunning) {
   ASSERT_EQ(cpu.loss_trace().size(), gpu.loss_trace().size());
   for (size_t i = 0; i < cpu.loss_trace().size(); ++i) {
     const double d = rel(gpu.loss_trace()[i], cpu.loss_trace()[i]);
-    if (i < 3) EXPECT_LT(d, 1e-5) << "step " << i + 1;
+    if (i < 3) {
+      EXPECT_LT(d, 1e-5) << "step " << i + 1;
+    }
     std::printf("step %zu: loss rel. diff %.1e\n", i + 1, d);
   }
 }
