@@ -13,11 +13,12 @@ require_tools() {
   command -v python3 >/dev/null || { echo "python3 is needed to write the JSON" >&2; exit 2; }
 }
 
-# The synthetic REDDIT-shaped stream (configs/README.md), made once.
+# The synthetic REDDIT-shaped stream (configs/README.md), made once, by $data_tool when the
+# script set one (DEPBLOOM_DATA), else $BUILD's depbloom-data.
 need_synth() {
   local like=$1 dir=data/synth/$1
   [[ -e $dir/meta.json ]] && return 0
-  local tool=$BUILD/depbloom-data
+  local tool=${data_tool:-$BUILD/depbloom-data}
   [[ -x $tool ]] || { log "no $tool to generate $dir"; return 1; }
   log "generating $dir"
   "$tool" synth --like "$like" --scale 0.1 --seed 0 -o "$dir"

@@ -13,8 +13,8 @@
 #   --quick     WIKI, 1 epoch, P = 1, 2, 4
 #   --seeds N   run.seed 0 .. N-1 for every run (default 1)
 #   --out FILE  default benchmarks/results/partition.json
-#   --work DIR  run folders (DIR/<time>/) and the synthetic REDDIT cache (DIR/cache/),
-#               default runs/partition
+#   --work DIR  run folders (DIR/<time>/), default runs/partition; the synthetic REDDIT
+#               shape is made once into data/synth/reddit
 # Environment: DEPBLOOM_TRAIN, DEPBLOOM_DATA (default build-dev/depbloom-{train,data}).
 # P = 1 runs once per dataset and seed: with one rank every strategy is single-device
 # training, so it is the baseline of both. A run with more ranks than cores is marked
@@ -57,15 +57,9 @@ cd "$root"  # the config's data path is relative to the repository
 mkdir -p "$runs" "$(dirname "$out")"
 : >"$manifest"
 
-# The synthetic REDDIT shape at scale 0.1, generated once into the work dir's cache.
+# The synthetic REDDIT shape at scale 0.1, made once (bench_common.sh's need_synth).
 reddit_data() {
-  local dir=$work/cache/reddit-0.1
-  if [[ ! -e $dir/meta.json ]]; then
-    [[ -x $data_tool ]] || { log "no $data_tool to generate $dir"; return 1; }
-    log "generating $dir"
-    "$data_tool" synth --like reddit --scale 0.1 --seed 0 -o "$dir" >&2 || return 1
-  fi
-  echo "$dir"
+  need_synth reddit >&2 && echo "$root/data/synth/reddit"
 }
 
 status=0

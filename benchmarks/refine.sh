@@ -17,7 +17,7 @@
 #   --quick      TGN WIKI, 3 epochs, 1 seed: batch 600 (m = 1), batch 4800 (m = 1, 4)
 #   --seeds N    run.seed 0 .. N-1 for every cell, the same seeds in every cell (default 3)
 #   --out FILE   default benchmarks/results/refine.json
-#   --work DIR   run folders (DIR/<time>/) and the REDDIT cache (DIR/cache/), default runs/refine
+#   --work DIR   run folders (DIR/<time>/), default runs/refine (REDDIT: data/synth/reddit)
 #   --aggregate  refine.aggregate for the m > 1 runs (default last)
 # Environment: DEPBLOOM_TRAIN, DEPBLOOM_DATA (default build-dev/depbloom-{train,data}).
 # JODIE refuses m > 1 (its projection is not refined yet): those cells are recorded as not
@@ -58,15 +58,9 @@ cd "$root"  # the config's data path is relative to the repository
 mkdir -p "$runs" "$(dirname "$out")"
 : >"$manifest"
 
-# The synthetic REDDIT shape at scale 0.1, generated once into the work dir's cache.
+# The synthetic REDDIT shape at scale 0.1, made once (bench_common.sh's need_synth).
 reddit_data() {
-  local dir=$work/cache/reddit-0.1
-  if [[ ! -e $dir/meta.json ]]; then
-    [[ -x $data_tool ]] || { log "no $data_tool to generate $dir"; return 1; }
-    log "generating $dir"
-    "$data_tool" synth --like reddit --scale 0.1 --seed 0 -o "$dir" >&2 || return 1
-  fi
-  echo "$dir"
+  need_synth reddit >&2 && echo "$root/data/synth/reddit"
 }
 
 status=0

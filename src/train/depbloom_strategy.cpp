@@ -8,7 +8,7 @@ namespace depbloom::train {
 
 DepbloomStrategy::DepbloomStrategy(dist::Communicator& comm, const data::EventStream& stream,
                                    const partition::PartitionConfig& partition, uint64_t seed)
-    : comm_(comm), stream_(stream), partition_(partition), seed_(seed) {
+    : RankedStrategy(comm), stream_(stream), partition_(partition), seed_(seed) {
   partition::check_partition_config(partition);
 }
 
@@ -59,15 +59,6 @@ void DepbloomStrategy::schedule(Schedule& out, const std::vector<int64_t>& train
     plan_batch_ = batch_size;
   }
   window_schedule(out, plan_, comm_.rank(), max_steps, counts_);
-}
-
-void DepbloomStrategy::sync_parameters(model::ParameterStore& store) {
-  comm_.broadcast(store.values(), 0);
-}
-
-void DepbloomStrategy::reduce_gradients(model::ParameterStore& store) {
-  // Each rank's loss was scaled by its share of the step's global events.
-  comm_.all_reduce(store.grads(), dist::ReduceOp::sum);
 }
 
 double DepbloomStrategy::reconcile(const StepWrites& w) {

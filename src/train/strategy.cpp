@@ -75,6 +75,15 @@ double SingleDeviceStrategy::reconcile(const StepWrites& w) {
   return w.local_loss;
 }
 
+void RankedStrategy::sync_parameters(model::ParameterStore& store) {
+  // The same seed gives every rank the same parameters; rank 0's win regardless.
+  comm_.broadcast(store.values(), 0);
+}
+
+void RankedStrategy::reduce_gradients(model::ParameterStore& store) {
+  comm_.all_reduce(store.grads(), dist::ReduceOp::sum);
+}
+
 void StrictStrategy::schedule(Schedule& out, const std::vector<int64_t>& train, int64_t batch_size,
                               int64_t max_steps) {
   contiguous_schedule(out, train, batch_size, max_steps, comm_.rank(), comm_.size(),

@@ -4,16 +4,6 @@
 
 namespace depbloom::train {
 
-void StrictStrategy::sync_parameters(model::ParameterStore& store) {
-  // The same seed gives every rank the same parameters; rank 0's win regardless.
-  comm_.broadcast(store.values(), 0);
-}
-
-void StrictStrategy::reduce_gradients(model::ParameterStore& store) {
-  // Each rank's loss was scaled by its share of the step: the sum is the 1-rank gradient.
-  comm_.all_reduce(store.grads(), dist::ReduceOp::sum);
-}
-
 // Per rank: memory rows, root mails, source- and destination-neighbour mails, loss sum.
 constexpr int kFields = 5;
 

@@ -26,19 +26,16 @@ namespace depbloom::train {
 void window_schedule(Schedule& out, const partition::WindowPlan& plan, int rank, int64_t max_steps,
                      StrategyCounts& counts);
 
-class DepbloomStrategy final : public Strategy {
+class DepbloomStrategy final : public RankedStrategy {
  public:
   // Keeps references to comm and stream.
   DepbloomStrategy(dist::Communicator& comm, const data::EventStream& stream,
                    const partition::PartitionConfig& partition, uint64_t seed);
   const char* name() const override { return "depbloom"; }
-  int ranks() const override { return comm_.size(); }
   // Per window, this rank's sub-chain's steps, the window's last step an exchange. The plan
   // is made once per (training events, batch) and kept.
   void schedule(Schedule& out, const std::vector<int64_t>& train, int64_t batch_size,
                 int64_t max_steps) override;
-  void sync_parameters(model::ParameterStore& store) override;
-  void reduce_gradients(model::ParameterStore& store) override;
   double reconcile(const StepWrites& w) override;
   // The collectives and exchanges of an epoch, from the window plan and each rank's planned
   // writes: what the journal will hold at every window end.
@@ -50,7 +47,6 @@ class DepbloomStrategy final : public Strategy {
  private:
   void exchange(const StepWrites& w);
 
-  dist::Communicator& comm_;
   const data::EventStream& stream_;
   partition::PartitionConfig partition_;
   uint64_t seed_;

@@ -125,6 +125,20 @@ class SingleDeviceStrategy final : public Strategy {
   double reconcile(const StepWrites& w) override;
 };
 
+// What every strategy over several ranks shares: the communicator, rank 0's initial
+// parameters on every rank, and the gradients summed over the ranks (each rank scaled its
+// loss by its share of the step's global events, so the sum is the mean's gradient).
+class RankedStrategy : public Strategy {
+ public:
+  int ranks() const override { return comm_.size(); }
+  void sync_parameters(model::ParameterStore& store) override;
+  void reduce_gradients(model::ParameterStore& store) override;
+
+ protected:
+  explicit RankedStrategy(dist::Communicator& comm) : comm_(comm) {}
+  dist::Communicator& comm_;
+};
+
 // One registered strategy.
 struct StrategyEntry {
   const char* name;

@@ -12,15 +12,12 @@
 
 namespace depbloom::train {
 
-class StrictStrategy final : public Strategy {
+class StrictStrategy final : public RankedStrategy {
  public:
-  explicit StrictStrategy(dist::Communicator& comm) : comm_(comm) {}
+  explicit StrictStrategy(dist::Communicator& comm) : RankedStrategy(comm) {}
   const char* name() const override { return "strict"; }
-  int ranks() const override { return comm_.size(); }
   void schedule(Schedule& out, const std::vector<int64_t>& train, int64_t batch_size,
                 int64_t max_steps) override;
-  void sync_parameters(model::ParameterStore& store) override;
-  void reduce_gradients(model::ParameterStore& store) override;
   double reconcile(const StepWrites& w) override;
   // The collectives and exchanges of an epoch, from every rank's planned writes.
   static EpochForecast forecast(const ForecastInput& in);
@@ -28,7 +25,6 @@ class StrictStrategy final : public Strategy {
  private:
   void exchange_and_apply(const StepWrites& w, int64_t mem_total, int64_t mail_total);
 
-  dist::Communicator& comm_;
   // Per-rank counts and the gathered host-side node ids and mail order, reused every step.
   std::vector<double> my_counts_, all_counts_;
   std::vector<int64_t> mem_counts_, mail_counts_, scaled_;

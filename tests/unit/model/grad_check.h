@@ -13,6 +13,7 @@
 
 #include "depbloom/backend/ops.h"
 #include "depbloom/core/tensor.h"
+#include "depbloom/model/parameters.h"
 
 namespace dbmodeltest {
 
@@ -32,6 +33,15 @@ struct GradTarget {
 inline GradTarget param_target(std::string name, Tensor value, Tensor grad) {
   return GradTarget{std::move(name), value, grad, true};
 }
+// Every parameter of the store as a gradient target.
+inline void add_all_params(std::vector<GradTarget>& targets,
+                           const depbloom::model::ParameterStore& store) {
+  for (const auto& e : store.entries()) {
+    const depbloom::model::ParamId id = store.find(e.name);
+    targets.push_back(param_target(e.name, store.value(id), store.grad(id)));
+  }
+}
+
 inline GradTarget input_target(std::string name, Tensor value, Tensor grad) {
   return GradTarget{std::move(name), value, grad, false};
 }

@@ -30,14 +30,6 @@ OwnedTensor zeros(Shape shape) {
   return OwnedTensor::zeros(DType::f64, shape);
 }
 
-// Every parameter of the store as a gradient target.
-void add_all_params(std::vector<GradTarget>& targets, const ParameterStore& store) {
-  for (const auto& e : store.entries()) {
-    const ParamId id = store.find(e.name);
-    targets.push_back(param_target(e.name, store.value(id), store.grad(id)));
-  }
-}
-
 class LayerGrad : public ::testing::Test {
  protected:
   ParameterStore store{DType::f64, Device::cpu()};

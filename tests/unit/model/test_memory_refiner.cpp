@@ -151,10 +151,7 @@ TEST_F(RefinerFixture, GradientsOfEveryParameterMemoryAndMessage) {
   OwnedTensor out(DType::f64, s.shape()), d_s(DType::f64, s.shape()), d_m(DType::f64, m.shape());
   MemoryRefinerContext ctx;
   std::vector<GradTarget> targets{input_target("s", s, d_s), input_target("m", m, d_m)};
-  for (const auto& e : store.entries()) {
-    const ParamId id = store.find(e.name);
-    targets.push_back(param_target(e.name, store.value(id), store.grad(id)));
-  }
+  add_all_params(targets, store);
   expect_gradients(
       [&] {
         arena.reset();
