@@ -41,9 +41,6 @@ class DepbloomStrategy final : public RankedStrategy {
   // writes: what the journal will hold at every window end.
   static EpochForecast forecast(const ForecastInput& in);
 
-  // The plan of the last schedule() (none before it).
-  const partition::WindowPlan* window_plan() const { return planned_ ? &plan_ : nullptr; }
-
  private:
   void exchange(const StepWrites& w);
 
