@@ -220,8 +220,11 @@ def markdown(groups, head):
     f = lambda x, n=3: "-" if x is None else f"{x:.{n}f}"
     mb = lambda x: None if x is None else x / 1e6
     prof = head["profile"] if head["modelled"] else "no cost model in this build"
-    lines = [f"refine.micro_batches = {head['refine_micro_batches']} (the issue's default); "
-             f"batch = P x 600; partition.window_steps = 8; {head['epochs']} epoch(s); "
+    m = head["refine_micro_batches"]
+    data = (f"the first {head['max_events']} events of each stream" if head["max_events"] > 0
+            else f"synthetic shapes at scale {head['synth_scale']}")
+    lines = [f"refine.micro_batches = {m} ({'the suite default' if m == 4 else 'set by --refine-m'}); "
+             f"batch = P x 600; partition.window_steps = 8; {head['epochs']} epoch(s); {data}; "
              f"machine: {head['machine']['name']}; commit {str(head['commit'])[:10]}", "",
              "| dataset | model | P | config | seeds | epoch s | events/s | test AP bm | new-node AP bm "
              "| collectives/ep | MB/ep | exchange MB/ep | cut | imbalance | GFLOP/s | % SGEMM peak "
