@@ -90,42 +90,61 @@ def plot_bars(groups, key, ylabel, title, path, scale=1.0):
     save(fig, path)
 
 
+def stacked(ax, bars, stages, ylabel):
+    cmap = plt.get_cmap("tab20")
+    bottom = [0.0] * len(bars)
+    for i, st in enumerate(stages):
+        h = [1e3 * s.get(st, 0.0) for _, s in bars]
+        if any(h):
+            ax.bar(range(len(bars)), h, 0.6, bottom=bottom, color=cmap(i % 20), label=st)
+        bottom = [b + v for b, v in zip(bottom, h)]
+    ax.set_xticks(range(len(bars)))
+    ax.set_xticklabels([b for b, _ in bars], fontsize=7)
+    ax.set_ylabel(ylabel, fontsize=8)
+    ax.tick_params(labelsize=8)
+
+
 def plot_stages(data, path):
-    """One step of the largest P that ran without oversubscription, first dataset and model."""
+    """One step of the largest P that ran without oversubscription, first dataset and model:
+    measured on this machine's CPU ranks, and beside it (its own scale) the modelled step."""
     runs = [r for r in data["runs"] if r.get("stage_seconds_per_step") and not r["oversubscribed"]]
     if not runs:
         print("[plot] no run with stage times: stages.png not drawn", file=sys.stderr)
         return
     p = max(r["ranks"] for r in runs)
     d, m = runs[0]["dataset"], runs[0]["model"]
-    pick = [r for r in runs if (r["dataset"], r["model"], r["ranks"]) == (d, m, p) and r["seed"] == runs[0]["seed"]]
-    bars = [(f"{r['config']}\nmeasured", r["stage_seconds_per_step"]) for r in
-            sorted(pick, key=lambda r: CONFIGS.index(r["config"]))
-            if r["config"] in ("strict", "depbloom", "strict+pipeline", "depbloom+refine+pipeline")]
-    for r in sorted(pick, key=lambda r: CONFIGS.index(r["config"])):
+    pick = sorted((r for r in runs if (r["dataset"], r["model"], r["ranks"]) == (d, m, p)
+                   and r["seed"] == runs[0]["seed"]), key=lambda r: CONFIGS.index(r["config"]))
+    measured = [(r["config"], r["stage_seconds_per_step"]) for r in pick
+                if r["config"] in ("strict", "depbloom", "strict+pipeline", "depbloom+refine+pipeline")]
+    modelled = []
+    for r in pick:
         mod, steps = r.get("modelled") or {}, (r.get("plan") or {}).get("steps")
         if r["config"] not in ("strict", "depbloom") or not steps:
             continue
-        if mod.get("stage_seconds"):
-            bars.append((f"{r['config']}\nmodelled", mod["stage_seconds"]))
+        # The model's serial step by stage where it gives them, else as one block.
         for kind in ("serial", "pipelined"):
-            if mod.get(f"epoch_seconds_{kind}") is not None:
-                bars.append((f"{r['config']}\nmodelled {kind}", {"step (modelled)": mod[f"epoch_seconds_{kind}"] / steps}))
-    stages = [st for st in STAGES if any(st in s for _, s in bars)]
-    for _, s in bars:
+            total = mod.get(f"epoch_seconds_{kind}")
+            if kind == "serial" and mod.get("stage_seconds"):
+                modelled.append((f"{r['config']}\n{kind}", mod["stage_seconds"]))
+            elif total is not None:
+                modelled.append((f"{r['config']}\n{kind}", {"step (modelled)": total / steps}))
+    stages = [st for st in STAGES if any(st in s for _, s in measured + modelled)]
+    for _, s in measured + modelled:
         stages += [k for k in s if k not in stages]
-    fig, ax = plt.subplots(figsize=(1.3 * len(bars) + 2.6, 3.4))
-    cmap = plt.get_cmap("tab20")
-    bottom = [0.0] * len(bars)
-    for i, st in enumerate(stages):
-        h = [1e3 * s.get(st, 0.0) for _, s in bars]
-        ax.bar(range(len(bars)), h, 0.6, bottom=bottom, color=cmap(i % 20), label=st)
-        bottom = [b + v for b, v in zip(bottom, h)]
-    ax.set_xticks(range(len(bars)))
-    ax.set_xticklabels([b for b, _ in bars], fontsize=7)
-    ax.set_ylabel("ms per step", fontsize=8)
-    ax.set_title(f"one training step's stages: {d}, {m}, P={p}", fontsize=9)
-    ax.legend(fontsize=6, loc="center left", bbox_to_anchor=(1.0, 0.5))
+    cols = [len(measured)] + ([len(modelled)] if modelled else [])
+    fig, axes = plt.subplots(1, len(cols), figsize=(1.2 * sum(cols) + 2.8, 3.4), squeeze=False,
+                             gridspec_kw={"width_ratios": cols})
+    stacked(axes[0][0], measured, stages, "ms per step (measured, CPU ranks)")
+    if modelled:
+        stacked(axes[0][1], modelled, stages, f"ms per step (modelled, {data.get('profile')})")
+    fig.suptitle(f"one training step's stages: {d}, {m}, P={p}", fontsize=9)
+    handles = {}
+    for ax in axes[0]:
+        for h, label in zip(*ax.get_legend_handles_labels()):
+            handles.setdefault(label, h)
+    axes[0][-1].legend(handles.values(), handles.keys(), fontsize=6, loc="center left",
+                       bbox_to_anchor=(1.0, 0.5))
     save(fig, path)
 
 
