@@ -22,6 +22,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402  (the backend is chosen first)
 
 CONFIGS = ("strict", "strict+refine", "strict+pipeline", "depbloom", "depbloom+refine+pipeline")
+DATASETS = ("wiki", "reddit", "wikitalk")
 COLOURS = dict(zip(CONFIGS, ("#444444", "#1f77b4", "#2ca02c", "#d62728", "#9467bd")))
 DPI = 80
 # A step's stages in the order they run (metrics.jsonl's stage_s holds them sorted by name).
@@ -38,7 +39,8 @@ def save(fig, path):
 
 def panels(groups, title):
     """One axis per (dataset, model), side by side; returns (figure, {(dataset, model): axis})."""
-    keys = sorted({(g["dataset"], g["model"]) for g in groups})
+    rank = lambda d: DATASETS.index(d) if d in DATASETS else len(DATASETS)
+    keys = sorted({(g["dataset"], g["model"]) for g in groups}, key=lambda k: (rank(k[0]), k))
     fig, axes = plt.subplots(1, len(keys), figsize=(3.6 * len(keys) + 0.6, 3.2), squeeze=False)
     fig.suptitle(title, fontsize=10)
     for ax, (d, m) in zip(axes[0], keys):

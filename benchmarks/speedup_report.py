@@ -17,6 +17,7 @@ from bench_metrics import commit, run_device, run_metrics, write_json
 
 KINDS = ("all_reduce", "all_gather", "all_gather_v", "broadcast", "barrier")
 CONFIGS = ("strict", "strict+refine", "strict+pipeline", "depbloom", "depbloom+refine+pipeline")
+DATASETS = ("wiki", "reddit", "wikitalk")
 GIB = float(1 << 30)
 
 
@@ -194,7 +195,8 @@ def aggregate(rows):
         s = base.get((g["dataset"], g["model"], g["ranks"]), {})
         g["speedup_vs_strict"] = ratio(s.get("train_seconds_per_epoch"), g["train_seconds_per_epoch"])
         g["modelled_speedup_vs_strict"] = ratio(s.get("modelled_epoch_seconds"), g["modelled_epoch_seconds"])
-    order = lambda g: (g["dataset"], g["model"], g["ranks"], CONFIGS.index(g["config"]))
+    order = lambda g: (DATASETS.index(g["dataset"]) if g["dataset"] in DATASETS else len(DATASETS),
+                       g["dataset"], g["model"], g["ranks"], CONFIGS.index(g["config"]))
     return sorted(out, key=order)
 
 
