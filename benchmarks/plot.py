@@ -20,6 +20,7 @@ import matplotlib
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402  (the backend is chosen first)
+import matplotlib.ticker  # noqa: E402
 
 CONFIGS = ("strict", "strict+refine", "strict+pipeline", "depbloom", "depbloom+refine+pipeline")
 DATASETS = ("wiki", "reddit", "wikitalk")
@@ -176,6 +177,7 @@ def plot_run(run, out):
     b.plot([e for e, v in zip(x, val) if v is not None], [v for v in val if v is not None], "o-", ms=3)
     b.set_title("validation AP (per-batch mean)", fontsize=9)
     for ax in (a, b):
+        ax.xaxis.set_major_locator(matplotlib.ticker.MaxNLocator(integer=True))
         ax.set_xlabel("epoch", fontsize=8)
         ax.tick_params(labelsize=8)
     fig.suptitle(os.path.basename(os.path.normpath(run)), fontsize=9)
