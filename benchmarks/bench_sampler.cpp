@@ -12,6 +12,7 @@
 #include "depbloom/data/loader.h"
 #include "depbloom/graph/negative_sampler.h"
 #include "depbloom/graph/neighbour_sampler.h"
+#include "depbloom/train/batch_plan.h"
 
 namespace {
 
@@ -144,6 +145,42 @@ void BM_EvalNegatives(benchmark::State& state) {
   state.counters["positives/s"] = benchmark::Counter(static_cast<double>(pass.num_events() - begin),
                                                      benchmark::Counter::kIsIterationInvariantRate);
 }
+
+// The training step's host planning (what the sample stage does besides drawing
+// negatives): BatchPlanner over every batch of 600 events with one negative, TGN's 10 most
+// recent neighbours on one hop, one thread. Reports roots and slots planned per second (the
+// cost model's host_plan_per_s).
+void BM_PlanPass(benchmark::State& state) {
+  const WikiPass& pass = *wiki_pass();
+  omp_set_num_threads(1);
+  RecentSampler sampler(pass.csr, 10, 1);
+  depbloom::train::PlanConfig cfg;
+  cfg.hops = 1;
+  cfg.neighbours = 10;
+  cfg.skip_empty_mailbox = true;
+  depbloom::train::BatchPlanner planner(pass.stream, cfg);
+  depbloom::train::BatchPlan plan;
+  const TrainNegativeSampler negatives(pass.stream, 1);
+  std::vector<int64_t> events(static_cast<size_t>(pass.num_events()));
+  std::vector<int32_t> drawn(events.size());
+  for (int64_t e = 0; e < pass.num_events(); ++e) {
+    events[static_cast<size_t>(e)] = e;
+    drawn[static_cast<size_t>(e)] = negatives.draw(e, 0, 0);
+  }
+  double planned = 0;
+  for (auto _ : state) {
+    planned = 0;
+    for (int64_t first = 0; first < pass.num_events(); first += kBatchEvents) {
+      const int64_t count = std::min(kBatchEvents, pass.num_events() - first);
+      planner.plan_batch(plan, events.data() + first, count, drawn.data() + first, 1, 0, &sampler);
+      planned += static_cast<double>(plan.roots() + plan.blocks.hop(0).num_slots());
+      benchmark::DoNotOptimize(plan.mem_node.data());
+    }
+  }
+  state.counters["planned/s"] =
+      benchmark::Counter(planned, benchmark::Counter::kIsIterationInvariantRate);
+}
+BENCHMARK(BM_PlanPass)->Unit(benchmark::kMillisecond)->UseRealTime();
 
 // Args: {threads, hops}. The 1-hop recent pass is the one compared with TGL.
 BENCHMARK(BM_RecentPass)

@@ -42,12 +42,14 @@ class ProfileReader {
     const YAML::Node v = root_[name];
     if (!v) DB_THROW(config, "{}: missing key '{}'", source_, name);
     if (!v.IsMap())
-      DB_THROW(config, "{}:{}: key '{}' must be a map of bandwidth_gb_s and latency_us", source_,
-               line(v), name);
-    only(v, {"bandwidth_gb_s", "latency_us"}, name + ".");
+      DB_THROW(config,
+               "{}:{}: key '{}' must be a map of bandwidth_gb_s, latency_us and hop_latency_us",
+               source_, line(v), name);
+    only(v, {"bandwidth_gb_s", "latency_us", "hop_latency_us"}, name + ".");
     train::LinkCost c;
     c.bandwidth = number(v, "bandwidth_gb_s", name + ".bandwidth_gb_s", false) * 1e9;
     c.latency = number(v, "latency_us", name + ".latency_us", true) * 1e-6;
+    c.hop_latency = number(v, "hop_latency_us", name + ".hop_latency_us", true) * 1e-6;
     return c;
   }
 

@@ -56,7 +56,8 @@ double all_reduce_seconds(const dist::CommStats& comm, int ranks, const DevicePr
   if (ranks <= 1) return 0;
   const dist::CollectiveCounts& c = comm[dist::CollectiveKind::all_reduce];
   const double factor = 2.0 * (ranks - 1) / ranks;
-  return static_cast<double>(c.calls) * p.all_reduce.latency +
+  const double call = p.all_reduce.latency + 2.0 * (ranks - 1) * p.all_reduce.hop_latency;
+  return static_cast<double>(c.calls) * call +
          div(static_cast<double>(c.bytes) * factor, p.all_reduce.bandwidth);
 }
 
@@ -67,7 +68,8 @@ double exchange_seconds(const dist::CommStats& comm, int ranks, const DeviceProf
   for (const dist::CollectiveKind k :
        {dist::CollectiveKind::all_gather, dist::CollectiveKind::all_gather_v}) {
     const dist::CollectiveCounts& c = comm[k];
-    s += static_cast<double>(c.calls) * p.all_gather.latency +
+    const double call = p.all_gather.latency + (ranks - 1) * p.all_gather.hop_latency;
+    s += static_cast<double>(c.calls) * call +
          div(static_cast<double>(c.bytes) * factor, p.all_gather.bandwidth);
   }
   return s;
@@ -92,8 +94,10 @@ CostPrediction predict_epoch(const EpochWork& work, const WorkModel& wm, const D
   const double exchange = exchange_seconds(work.comm, work.ranks, p) / steps;
   out.collectives = (reduce + exchange) * static_cast<double>(work.steps);
   const double urgent_exchange = work.urgent_exchange_share * exchange;
-  // Seconds each stage spends on the pipelined critical path, for the bound.
-  StageTimes critical;
+  // For the bound: seconds each lane (host, main, side) is the step's longest, and the main
+  // lane's stages in those steps.
+  std::array<double, 3> lanes{};
+  StageTimes main_stages;
   StepStageWork stage_work;
   for (int64_t i = 0; i < work.steps; ++i) {
     StageTimes step_t;
@@ -133,21 +137,25 @@ CostPrediction predict_epoch(const EpochWork& work, const WorkModel& wm, const D
     const double side = wb_deferred + (exchange - urgent_exchange);
     const double step_pipelined = std::max({host, main, side});
     out.pipelined += step_pipelined;
-    if (step_pipelined == host) {
-      critical[Stage::sample] += host;
-    } else if (step_pipelined == side) {
-      critical[Stage::write_back] += side;
-    } else {
+    if (step_pipelined == main) {
+      lanes[1] += main;
       for (const Stage st : {Stage::gather, Stage::memory_update, Stage::refine, Stage::embed,
                              Stage::loss, Stage::backward, Stage::optimise})
-        critical[st] += step_t[st];
-      critical[reduce >= wb_urgent ? Stage::reduce : Stage::write_back] +=
+        main_stages[st] += step_t[st];
+      main_stages[reduce >= wb_urgent ? Stage::reduce : Stage::write_back] +=
           std::max(reduce, wb_urgent);
-      critical[Stage::write_back] += urgent_exchange;
+      main_stages[Stage::write_back] += urgent_exchange;
+    } else {
+      lanes[step_pipelined == host ? 0 : 2] += step_pipelined;
     }
   }
-  const auto& c = critical.seconds;
-  out.bound = static_cast<Stage>(std::max_element(c.begin(), c.end()) - c.begin());
+  // The lane that is longest over the epoch bounds it; in the main lane, its largest stage.
+  const size_t lane =
+      static_cast<size_t>(std::max_element(lanes.begin(), lanes.end()) - lanes.begin());
+  const auto& c = main_stages.seconds;
+  out.bound = lane == 0   ? Stage::sample
+              : lane == 2 ? Stage::write_back
+                          : static_cast<Stage>(std::max_element(c.begin(), c.end()) - c.begin());
   return out;
 }
 

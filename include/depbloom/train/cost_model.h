@@ -14,11 +14,14 @@
 
 namespace depbloom::train {
 
-// One collective's cost: seconds = calls * latency + bytes * factor / bandwidth, factor
-// 2 (P-1)/P for all-reduce and (P-1)/P for all-gather(-v) (NCCL's bus bandwidth).
+// One collective's cost, as NCCL's ring model prices it: seconds per call = latency +
+// steps * hop_latency + bytes * factor / bandwidth, with steps 2 (P-1) and factor 2 (P-1)/P
+// for all-reduce, steps P-1 and factor (P-1)/P for all-gather(-v) (bandwidth is NCCL's bus
+// bandwidth; bytes the gathered result).
 struct LinkCost {
-  double bandwidth = 0;  // bytes/s
-  double latency = 0;    // s per call
+  double bandwidth = 0;    // bytes/s
+  double latency = 0;      // s per call
+  double hop_latency = 0;  // s per ring step
 };
 
 // A device (one rank) and its links, every number in SI units (configs/devices/*.yaml).
@@ -44,8 +47,10 @@ struct CostPrediction {
   StageTimes stages;       // seconds per epoch on the critical rank of each step (serial)
   double collectives = 0;  // of which the all-reduce and exchange collectives
   double serial = 0, pipelined = 0;
-  Stage bound = Stage::sample;  // the stage with the most time on the pipelined critical path
-  StepFlops flops;              // GEMM FLOPs of the epoch over every rank
+  // What bounds the pipelined epoch: sample when the host lane is longest over the epoch,
+  // write_back when the side lane is, else the main lane's largest stage.
+  Stage bound = Stage::sample;
+  StepFlops flops;  // GEMM FLOPs of the epoch over every rank
 };
 
 // GEMM FLOPs of the epoch, forward and backward, summed over every rank's steps.

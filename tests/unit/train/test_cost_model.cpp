@@ -276,6 +276,15 @@ TEST(CostModel, ExactSecondsOfHandMadePlans) {
   EXPECT_DOUBLE_EQ(m.stages[Stage::reduce], 4 * 1e-6);
   EXPECT_DOUBLE_EQ(m.serial, m.stages[Stage::optimise] + m.stages[Stage::reduce]);
   EXPECT_EQ(m.flops.total(), 0);
+  // NCCL's ring latency over 4 ranks: 2 us + 2 (4-1) x 1 us per all-reduce call, 2 us +
+  // (4-1) x 1 us per all-gather-v call; 3 calls each, plus the bandwidth terms.
+  DeviceProfile ring = p;
+  ring.all_reduce = {1e9, 2e-6, 1e-6};
+  ring.all_gather = {1e9, 2e-6, 1e-6};
+  const EpochWork w = two_rank_work(true);
+  EXPECT_DOUBLE_EQ(all_reduce_seconds(w.comm, 4, ring), 3 * 8e-6 + 12e6 * 1.5 / 1e9);
+  EXPECT_DOUBLE_EQ(exchange_seconds(w.comm, 4, ring), 3 * 5e-6 + 1.8e6 * 0.75 / 1e9);
+  EXPECT_EQ(all_reduce_seconds(w.comm, 1, ring), 0.0);
 }
 
 }  // namespace
