@@ -159,6 +159,51 @@ INSTANTIATE_TEST_SUITE_P(
                  NeighbourReads::automatic, 1, 4, RefineAggregate::mean}),
     [](const auto& info) { return std::string(info.param.name); });
 
+// A hand-made plan: B events, these memory rows' nodes, writes and mails.
+BatchPlan hand_plan(int64_t events, std::vector<int32_t> reads, std::vector<int32_t> writes,
+                    std::vector<int32_t> mails) {
+  BatchPlan p;
+  p.events.assign(static_cast<size_t>(events), 0);
+  p.mem_node = std::move(reads);
+  p.writes.mem_node = std::move(writes);
+  p.writes.root_mails = static_cast<int64_t>(mails.size());
+  p.writes.mail_node = std::move(mails);
+  return p;
+}
+
+// Two ranks, a window of two steps then one: which rows hold mail on each replica (own
+// mails at once, the other rank's only after the sync point), the urgent writes, what a
+// sync point applies, and the share of exchanged rows the next step reads.
+TEST(CostModel, CollectorReplaysEachReplica) {
+  EpochWorkCollector c(2, 6, true, true);
+  auto step = [](int64_t i, bool sync) {
+    ScheduledStep s;
+    s.index = i;
+    s.sync = sync ? SyncPoint::exchange : SyncPoint::none;
+    return s;
+  };
+  c.observe(0, step(0, false), hand_plan(2, {0, 1}, {0, 1}, {0, 1}));
+  c.observe(1, step(0, false), hand_plan(2, {2, 3}, {2, 3}, {2, 3}));
+  c.observe(0, step(1, true), hand_plan(2, {0, 2, 4}, {0, 4}, {0, 4}));
+  c.observe(1, step(1, true), hand_plan(1, {1, 3}, {3}, {3, 5}));
+  c.observe(0, step(2, true), hand_plan(1, {1, 2}, {}, {}));
+  c.observe(1, step(2, true), hand_plan(1, {4, 5}, {}, {}));
+  const EpochWork w = c.finish(depbloom::dist::CommStats{});
+  ASSERT_EQ(w.steps, 3);
+  const int64_t updated[3][2] = {{0, 0}, {1, 1}, {2, 2}};
+  const int64_t urgent[3][2] = {{1, 1}, {0, 0}, {0, 0}};
+  for (int64_t i = 0; i < 3; ++i)
+    for (int r = 0; r < 2; ++r) {
+      EXPECT_EQ(w.at(i, r).updated_rows, updated[i][r]) << i << " " << r;
+      EXPECT_EQ(w.at(i, r).urgent_rows, urgent[i][r]) << i << " " << r;
+    }
+  EXPECT_EQ(w.at(0, 0).applied_rows, 2);  // its own, no sync point
+  EXPECT_EQ(w.at(1, 0).applied_rows, 7);  // the window's rows of both ranks
+  EXPECT_EQ(w.at(1, 1).applied_mails, 8);
+  // Exchanged at step 1: nodes 0..4; step 2 reads 1, 2 and 4 of them.
+  EXPECT_DOUBLE_EQ(w.urgent_exchange_share, 0.6);
+}
+
 // A profile with round numbers; latency 0 so that bandwidth alone prices the links.
 DeviceProfile round_profile() {
   DeviceProfile p;
