@@ -136,11 +136,16 @@ check_run() {
 
 check() {
   mkdir -p "$RUNS"
+  local load_before
+  load_before=$(cut -d' ' -f1 /proc/loadavg)
   check_run single 1
   check_run strict2 2
-  python3 - "$RUNS" << 'EOF'
+  python3 - "$RUNS" "$load_before" "$(nproc)" << 'EOF'
 import json, sys
-runs = sys.argv[1]
+runs, load_before, cores = sys.argv[1], sys.argv[2], sys.argv[3]
+load_after = open("/proc/loadavg").read().split()[0]
+# Other processes take the cores the ranks assume they own: say how busy the machine was.
+print(f"load average {load_before} before, {load_after} after the runs, on {cores} cores")
 worst = 0.0
 for name in ("single", "strict2"):
     m = [json.loads(l) for l in open(f"{runs}/{name}/metrics.jsonl") if '"stage_s"' in l][0]

@@ -21,7 +21,8 @@ StageTimes stage_seconds(const StepStageWork& work, const StepWork& step, const 
     const StageWork& w = work[static_cast<size_t>(i)];
     double s = 0;
     for (const GemmShape& g : w.gemms) s += gemm_seconds(g, p, value_bytes);
-    const auto gemm_calls = static_cast<int64_t>(w.gemms.size());
+    int64_t gemm_calls = 0;
+    for (const GemmShape& g : w.gemms) gemm_calls += g.count;
     s += static_cast<double>(std::max<int64_t>(0, w.ops - gemm_calls)) * p.op_launch;
     if (stage == Stage::sample) {
       const auto planned =
