@@ -108,7 +108,11 @@ train::DeviceProfile load_device_profile(const std::string& name_or_path) {
     candidates.emplace_back(name_or_path);
   } else {
     const fs::path rel = fs::path("configs") / "devices" / (name_or_path + ".yaml");
-    candidates = {fs::current_path() / rel, fs::path(DEPBLOOM_SOURCE_DIR) / rel};
+    candidates = {fs::current_path() / rel};
+    const fs::path shipped = fs::path(DEPBLOOM_SOURCE_DIR) / rel;
+    std::error_code ec;
+    if (!fs::equivalent(fs::current_path() / "configs", shipped.parent_path().parent_path(), ec))
+      candidates.push_back(shipped);
   }
   for (const fs::path& f : candidates) {
     std::ifstream in(f);

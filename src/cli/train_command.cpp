@@ -8,6 +8,7 @@
 #include <cstdlib>
 #include <limits>
 #include <nlohmann/json.hpp>
+#include <optional>
 
 #include "depbloom/cli/device_profile.h"
 #include "depbloom/core/timer.h"
@@ -116,7 +117,7 @@ json model_json(const train::EpochWork& work, const train::WorkModel& wm,
 // --plan: the strategy's forecast of one training epoch, logged and printed as one JSON
 // line whose "comm" object is what metrics.jsonl's will hold (rank 0's).
 void print_plan(train::Trainer& trainer, const train::TrainerConfig& tc, int ranks,
-                const std::string& profile) {
+                const std::optional<train::DeviceProfile>& profile) {
   Stopwatch watch;
   const train::PlanConfig& pc = trainer.plan_settings();
   train::EpochWorkCollector collector(ranks, trainer.stream().num_nodes, pc.memory,
@@ -161,7 +162,7 @@ void print_plan(train::Trainer& trainer, const train::TrainerConfig& tc, int ran
   spdlog::info("plan: {:.3f} GFLOP of training GEMMs per epoch over {} ranks ({:.3f} forward)",
                static_cast<double>(flops.total()) / 1e9, ranks,
                static_cast<double>(flops.forward) / 1e9);
-  if (!profile.empty()) plan["model"] = model_json(work, wm, load_device_profile(profile));
+  if (profile) plan["model"] = model_json(work, wm, *profile);
   const json line = {{"plan", plan}};
   std::printf("%s\n", line.dump().c_str());
 }
@@ -308,6 +309,8 @@ int run_train_command(const OptionRegistry& cfg, const TrainCommand& cmd) {
   const RunConfig& c = cfg.config();
   train::TrainerConfig tc = trainer_config(c, cmd.device);
   tc.comm = cmd.comm;
+  std::optional<train::DeviceProfile> profile;  // read first: a bad one fails at once
+  if (!cmd.profile.empty()) profile = load_device_profile(cmd.profile);
   Stopwatch watch;
   data::EventStream stream = data::load_events(cmd.data_path, c.load);
   data::keep_first_events(stream, c.data.max_events);
@@ -331,7 +334,7 @@ int run_train_command(const OptionRegistry& cfg, const TrainCommand& cmd) {
     spdlog::info("strategy {} over {} ranks: {}", trainer.strategy().name(),
                  trainer.strategy().ranks(), train::strategy_entry(tc.strategy).summary);
   if (cmd.plan_ranks > 0) {
-    print_plan(trainer, tc, cmd.plan_ranks, cmd.profile);
+    print_plan(trainer, tc, cmd.plan_ranks, profile);
     return 0;
   }
   const std::string run_dir = cmd.write_files ? cmd.run_dir : std::string();
