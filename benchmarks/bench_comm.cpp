@@ -45,8 +45,8 @@ int main() {
     OwnedTensor send = OwnedTensor::zeros(DType::f32, Shape(share));
     OwnedTensor recv = OwnedTensor::zeros(DType::f32, Shape(share * p));
     const std::vector<int64_t> counts(static_cast<size_t>(p), share);
-    const double gather = median_seconds(
-        *comm, reps, [&] { comm->all_gather_v(send.view(), recv.view(), counts); });
+    const double gather =
+        median_seconds(*comm, reps, [&] { comm->all_gather_v(send.view(), recv.view(), counts); });
     if (comm->rank() != 0) continue;
     std::printf("{\"collective\":\"all_reduce\",\"ranks\":%d,\"bytes\":%lld,\"seconds\":%.9g}\n", p,
                 static_cast<long long>(n * 4), reduce);

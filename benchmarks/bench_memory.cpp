@@ -25,9 +25,9 @@ void BM_Copy(benchmark::State& state) {
     depbloom::ops::copy(dst.view(), src.view());
     benchmark::ClobberMemory();
   }
-  state.counters["bytes"] = benchmark::Counter(
-      8.0 * static_cast<double>(n) * static_cast<double>(state.iterations()),
-      benchmark::Counter::kIsRate);
+  state.counters["bytes"] =
+      benchmark::Counter(8.0 * static_cast<double>(n) * static_cast<double>(state.iterations()),
+                         benchmark::Counter::kIsRate);
 }
 
 void BM_GatherRows(benchmark::State& state) {
