@@ -18,7 +18,7 @@
 #   gemm_gflop_s        bench_gemm, f32, harmonic mean over TGN's forward and weight-gradient shapes
 #   memory_gb_s         bench_memory BM_Copy (64 MiB, bytes read + written)
 #   op_launch_us        bench_memory BM_SmallOp (one op call on 16 floats)
-#   host_plan_per_s     bench_sampler BM_PlanPass (BatchPlanner over WIKI, roots + slots per s)
+#   host_plan_per_s     bench_sampler BM_PlanPass (the sample stage over WIKI, roots + slots per s)
 #   all_reduce, all_gather  bench_comm under `mpirun -np 2`: latency = the 8-byte call,
 #                       bandwidth = the 1 MiB call's bytes x (2(P-1)/P or (P-1)/P) / (t - latency)
 # The check prints, per run, the measured and modelled epoch training seconds and each stage,
@@ -99,8 +99,8 @@ gemm_gflop_s: {gflops:.3f}
 memory_gb_s: {copy_gbs:.3f}
 # bench_memory BM_SmallOp: one op call on 16 floats (the CPU's "launch").
 op_launch_us: {op_us:.4f}
-# bench_sampler BM_PlanPass: BatchPlanner over WIKI (600 events, 1 negative, 10 recent
-# neighbours), roots + slots per second, one thread.
+# bench_sampler BM_PlanPass: the sample stage (negatives, plan, staged inputs) over WIKI
+# (600 events, 1 negative, 10 recent neighbours), roots + slots per second, one thread.
 host_plan_per_s: {plan:.0f}
 # The host is the device: staged inputs are not copied.
 host_to_device_gb_s: 0
