@@ -140,7 +140,7 @@ check() {
   load_before=$(cut -d' ' -f1 /proc/loadavg)
   check_run single 1
   check_run strict2 2
-  python3 - "$RUNS" "$load_before" "$(nproc)" << 'EOF'
+  python3 - "$RUNS" "$load_before" "$(getconf _NPROCESSORS_ONLN)" << 'EOF'
 import json, sys
 runs, load_before, cores = sys.argv[1], sys.argv[2], sys.argv[3]
 load_after = open("/proc/loadavg").read().split()[0]
