@@ -114,7 +114,8 @@ json model_json(const train::EpochWork& work, const train::WorkModel& wm,
 }
 
 // The log lines of a run: progress within an epoch, each epoch's result, the test.
-// --plan: the strategy's forecast of one training epoch, logged and printed as one JSON
+// --plan: the strategy's forecast of one training epoch (collectives, the plans' work counts
+// and GEMM FLOPs; with --profile the cost model's times), logged and printed as one JSON
 // line whose "comm" object is what metrics.jsonl's will hold (rank 0's).
 void print_plan(train::Trainer& trainer, const train::TrainerConfig& tc, int ranks,
                 const std::optional<train::DeviceProfile>& profile) {
