@@ -16,7 +16,7 @@
 #   benchmarks/speedup.sh [--smoke | --quick] [--build DIR] [--out-dir DIR] [--work DIR]
 #                         [--models tgn,jodie,apan] [--datasets wiki,reddit,wikitalk]
 #                         [--ranks 1,2,4,8] [--epochs N] [--seeds N] [--scale S]
-#                         [--refine-m M] [--profile NAME] [--max-gib G]
+#                         [--refine-m M] [--profile NAME] [--max-gib G] [--model-only]
 #
 #   (full)       TGN, JODIE, APAN; WIKI, REDDIT and WIKI-TALK shapes at scale 1; P = 1, 2,
 #                4, 8; 3 epochs; 3 seeds (days on 2 cores)
@@ -27,6 +27,7 @@
 #   --scale S    the synthetic shapes' depbloom-data synth --scale
 #   --profile    the cost model's device profile (default h200-nvlink, configs/devices/)
 #   --max-gib G  refuse runs whose estimated memory exceeds G GiB (default 20)
+#   --model-only the plans and the cost model's columns, no training (seconds, not hours)
 # Environment: DEPBLOOM_TRAIN, DEPBLOOM_DATA override the build's binaries.
 set -euo pipefail
 
@@ -36,19 +37,20 @@ tag=speedup
 source "$root/benchmarks/bench_common.sh"
 
 mode=full models=tgn,jodie,apan datasets=wiki,reddit,wikitalk ranks=1,2,4,8 epochs=3 seeds=3
-scale=1 max_events=0 refine_m=4 profile=h200-nvlink max_gib=20
+scale=1 max_events=0 refine_m=4 profile=h200-nvlink max_gib=20 model_only=no
 BUILD=build out_dir=$root/benchmarks/results work=$root/runs/speedup
 overrides=()
 while [[ $# -gt 0 ]]; do
   case $1 in
     --smoke) mode=smoke models=tgn datasets=wiki ranks=1,2 epochs=1 seeds=1 max_events=6000 ;;
     --quick) mode=quick models=tgn datasets=wiki,reddit ranks=1,2,4 epochs=1 seeds=1 scale=0.1 ;;
+    --model-only) model_only=yes ;;
     --build) BUILD=$2; shift ;;
     --out-dir) out_dir=$(absolute "$2"); shift ;;
     --work) work=$(absolute "$2"); shift ;;
     --models | --datasets | --ranks | --epochs | --seeds | --scale | --refine-m | --profile | --max-gib)
       overrides+=("$1" "$2"); shift ;;
-    -h | --help) sed -n '2,30p' "$0"; exit 0 ;;
+    -h | --help) sed -n '2,31p' "$0"; exit 0 ;;
     *) echo "unknown option $1 (see --help)" >&2; exit 2 ;;
   esac
   shift
@@ -83,7 +85,8 @@ pipeline=no modelled=no
 "$train" "${probe[@]}" --set pipeline.enabled=true >/dev/null 2>&1 && pipeline=yes
 "$train" "${probe[@]}" --profile "$profile" >/dev/null 2>&1 && modelled=yes
 log "pipeline: $pipeline; cost model --profile $profile: $modelled; refine.micro_batches = $refine_m"
-[[ $pipeline == yes ]] || log "strict+pipeline, depbloom+refine+pipeline: not available (no pipeline.enabled key)"
+[[ $pipeline == yes ]] ||
+  log "strict+pipeline, depbloom+refine+pipeline: not available (no pipeline.enabled key); modelled only"
 
 # configuration name -> its --set options
 declare -A config_sets=(
@@ -106,13 +109,18 @@ run() {
   local sets=(--set partition.window_steps=8 --set "train.batch_size=$((p * 600))"
     --set "train.epoch=$epochs" --set train.patience=0 --set "data.max_events=$max_events"
     --set run.checkpoint=false --set run.progress=false)
-  for s in ${config_sets[$config]}; do sets+=(--set "$s"); done
+  local unavailable=""
+  for s in ${config_sets[$config]}; do
+    # Without the pipeline key the configuration is not run, but the cost model still
+    # gives its pipelined epoch from the plan without the key.
+    if [[ $s == pipeline.enabled=true && $pipeline == no ]]; then
+      unavailable="not available: no pipeline.enabled key in this build (issue 18)"
+      continue
+    fi
+    sets+=(--set "$s")
+  done
   local base=(--config "configs/$model-wiki.yaml" --data "$data" "${sets[@]}")
   mkdir -p "$dir"
-  if [[ $config == *pipeline* && $pipeline == no ]]; then
-    record "$dataset" "$model" "$p" "$config" "$seed" "$threads" "$dir" "not available: no pipeline.enabled key in this build (issue 18)"
-    return
-  fi
   if ! "$train" "${base[@]}" --plan --ranks "$p" >"$dir/plan.json" 2>"$dir/plan.log"; then
     record "$dataset" "$model" "$p" "$config" "$seed" "$threads" "$dir" \
       "not available: $(grep -m1 -i error "$dir/plan.log" | sed 's/.*\] //' | tr '\t' ' ')"
@@ -120,6 +128,11 @@ run() {
   fi
   [[ $modelled == no ]] ||
     "$train" "${base[@]}" --plan --ranks "$p" --profile "$profile" >"$dir/model.json" 2>>"$dir/plan.log" || true
+  [[ $model_only == no ]] || unavailable=${unavailable:-"not run (--model-only)"}
+  if [[ -n $unavailable ]]; then
+    record "$dataset" "$model" "$p" "$config" "$seed" "$threads" "$dir" "$unavailable"
+    return
+  fi
   local gib
   gib=$(report estimate --data "$data" --config "configs/$model-wiki.yaml" --ranks "$p" \
     --batch $((p * 600)) --max-events "$max_events")
@@ -155,9 +168,9 @@ for dataset in ${datasets//,/ }; do
   done
 done
 
-# The machine's SGEMM peak: configs/devices/cpu-here.yaml's flops_f32, else bench_gemm.
+# The machine's SGEMM peak: bench_gemm's best f32 rate with every core (else cpu-here.yaml's).
 peak=$runs/sgemm_peak.json
-if [[ $mode != smoke && -x $BUILD/benchmarks/bench_gemm ]]; then
+if [[ $mode != smoke && $model_only == no && -x $BUILD/benchmarks/bench_gemm ]]; then
   "$BUILD/benchmarks/bench_gemm" --benchmark_filter='BM_Gemm<float>' --benchmark_format=json \
     --benchmark_min_time=0.3 >"$peak" 2>/dev/null || rm -f "$peak"
 fi

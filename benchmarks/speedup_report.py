@@ -103,10 +103,12 @@ def summarise_run(m, cores, peak):
         row["flops_per_epoch"] = (plan.get("flops") or {}).get("total")
         model = (json_line(os.path.join(m["dir"], "model.json"), "plan") or {}).get("model")
     if model:
-        ep = model.get("epoch_seconds") or {}
-        row["modelled"] = {"epoch_seconds_serial": ep.get("serial"),
-                           "epoch_seconds_pipelined": ep.get("pipelined"),
-                           "bound": model.get("bound"), "stage_seconds": model.get("stage_seconds")}
+        ep, steps = model.get("epoch_seconds") or {}, (plan or {}).get("steps")
+        row["modelled"] = {"profile": model.get("profile"), "epoch_seconds_serial": ep.get("serial"),
+                           "epoch_seconds_pipelined": ep.get("pipelined"), "bound": model.get("bound"),
+                           # the model's stages are seconds per epoch on the critical rank
+                           "stage_seconds": {k: v / steps for k, v in (model.get("stages") or {}).items()}
+                           if steps else None}
         row["modelled"]["epoch_seconds"] = ep.get("pipelined" if "pipeline" in m["config"] else "serial")
     if not m["status"].startswith("exit"):
         return row
@@ -145,18 +147,21 @@ def summarise_run(m, cores, peak):
 
 
 def sgemm_peak(gemm_json, root):
-    """(FLOP/s, source): cpu-here.yaml's flops_f32, else the best bench_gemm f32 rate."""
-    here = os.path.join(root, "configs", "devices", "cpu-here.yaml")
-    if os.path.exists(here):
-        m = re.search(r"^\s*flops_f32:\s*([0-9.eE+]+)", open(here).read(), re.M)
-        if m:
-            return float(m.group(1)), "configs/devices/cpu-here.yaml flops_f32"
+    """(FLOP/s, source): the best bench_gemm f32 rate with every core, measured by the suite;
+    else configs/devices/cpu-here.yaml's gemm_gflop_s (one thread, at the model's shapes)
+    times the cores."""
     if gemm_json and os.path.exists(gemm_json):
         rates = [b.get("flops") for b in json.load(open(gemm_json)).get("benchmarks", [])]
         rates = [r for r in rates if r]
         if rates:
-            return max(rates), "bench_gemm BM_Gemm<float>, best shape, this run"
-    return None, "not measured (--smoke, or no bench_gemm in the build)"
+            return max(rates), "bench_gemm BM_Gemm<float>, best shape, every core, this run"
+    here = os.path.join(root, "configs", "devices", "cpu-here.yaml")
+    if os.path.exists(here):
+        m = re.search(r"^gemm_gflop_s:\s*([0-9.eE+]+)", open(here).read(), re.M)
+        if m:
+            cores = os.cpu_count()
+            return float(m.group(1)) * 1e9 * cores, f"configs/devices/cpu-here.yaml gemm_gflop_s x {cores} cores"
+    return None, "not measured (no bench_gemm run, no cpu-here.yaml)"
 
 
 def avg(rows, key):
@@ -230,12 +235,14 @@ def markdown(groups, head):
              f"machine: {head['machine']['name']}; commit {str(head['commit'])[:10]}", "",
              "| dataset | model | P | config | seeds | epoch s | events/s | test AP bm | new-node AP bm "
              "| collectives/ep | MB/ep | exchange MB/ep | cut | imbalance | GFLOP/s | % SGEMM peak "
-             f"| speed-up vs strict | modelled epoch s ({prof}) | modelled speed-up | modelled bound |",
+             f"| speed-up vs strict | modelled epoch s ({prof}) | modelled speed-up | modelled bound (pipelined) |",
              "|" + "---|" * 20]
     for g in groups:
         lead = f"| {g['dataset']} | {g['model']} | {g['ranks']} | {g['config']} "
+        modelled = (f"| {f(g['modelled_epoch_seconds'], 3)} | {f(g['modelled_speedup_vs_strict'], 2)} "
+                    f"| {g['modelled_bound'] or '-'} |")
         if g["status"] != "ran":
-            lines.append(lead + f"| {g['status']} |" + " |" * 15)
+            lines.append(lead + f"| {g['status']} |" + " |" * 12 + modelled[1:])
             continue
         secs = "oversub." if g["oversubscribed"] else f(g["train_seconds_per_epoch"], 2)
         pl, share = g["plan"], g["share_of_sgemm_peak"]
@@ -245,8 +252,7 @@ def markdown(groups, head):
             f"| {f(mb(g['bytes_per_epoch']), 2)} | {f(mb(g['exchange_bytes_per_epoch']), 2)} "
             f"| {f(pl.get('cut_fraction'))} | {f(pl.get('max_imbalance'))} | {f(g['gflops_per_s'], 1)} "
             f"| {f(None if share is None else 100 * share, 1)} | {f(g['speedup_vs_strict'], 2)} "
-            f"| {f(g['modelled_epoch_seconds'], 3)} | {f(g['modelled_speedup_vs_strict'], 2)} "
-            f"| {g['modelled_bound'] or '-'} |")
+            + modelled)
     lines += ["", "oversub.: more ranks than cores; AP and counts exact, time not a speed. "
               "Modelled columns come from the cost model (docs/cost_model.md), not measured."]
     return "\n".join(lines) + "\n"
