@@ -7,17 +7,6 @@
 
 namespace depbloom::model {
 
-namespace {
-
-// rows [T, W] *= weight [T] per row, as T products [1,1] x [1,W] (no dedicated op needed).
-void scale_rows(const Tensor& out, const Tensor& rows, const Tensor& weight) {
-  const int64_t t = rows.dim(0), w = rows.dim(1);
-  ops::gemm_batched(out.reshape(Shape(t, 1, w)), weight.reshape(Shape(t, 1, 1)), ops::Trans::N,
-                    rows.reshape(Shape(t, 1, w)), ops::Trans::N);
-}
-
-}  // namespace
-
 void Tgnn::refine(const Tensor& updated, const TgnnInputs& in, const Tensor& edge_feat,
                   Arena& arena) {
   const int64_t r = in.refine_base.defined() ? in.refine_base.numel() : 0;
@@ -45,11 +34,7 @@ void Tgnn::refine(const Tensor& updated, const TgnnInputs& in, const Tensor& edg
   } else {
     ops::concat_cols(msg, {self, other});
   }
-  if (in.term_weight.defined()) {
-    Tensor scaled = arena.alloc(dtype, msg.shape());
-    scale_rows(scaled, msg, in.term_weight);
-    msg = scaled;
-  }
+  if (in.term_weight.defined()) ops::scale_rows(msg, msg, in.term_weight);
   refine_m_ = arena.alloc(dtype, Shape(r, cfg_.d_mail()));
   ops::fill(refine_m_, 0.0);
   ops::scatter_add_rows(refine_m_, msg, in.term_row);
@@ -69,11 +54,7 @@ void Tgnn::refine_backward(const Tensor& d_updated, Arena& arena) {
   ops::scatter_add_rows(d_base, d_s, refine_base_);
   Tensor d_msg = arena.alloc(dtype, Shape(t, cfg_.d_mail()));
   ops::gather_rows(d_msg, d_m, term_row_);
-  if (term_weight_.defined()) {
-    Tensor scaled = arena.alloc(dtype, d_msg.shape());
-    scale_rows(scaled, d_msg, term_weight_);
-    d_msg = scaled;
-  }
+  if (term_weight_.defined()) ops::scale_rows(d_msg, d_msg, term_weight_);
   // Edge features are data: their columns' gradient is dropped.
   Tensor d_self = arena.alloc(dtype, Shape(t, d)), d_other = arena.alloc(dtype, Shape(t, d));
   if (cfg_.d_edge > 0) {
