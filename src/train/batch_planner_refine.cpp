@@ -46,7 +46,9 @@ void BatchPlanner::plan_refine(BatchPlan& p, int32_t micro_batches) {
   refine_planner_->plan(p.refine, p.events.data(), count, p.micro_bounds, req_node_.data(),
                         req_micro_.data(), static_cast<int64_t>(req_row_.size()),
                         cfg_.refine_aggregate);
-  // Copies in the refine plan's row order; dt from the row's own time (t0-relative).
+  // Copies in the refine plan's row order. dt is the time from the latest earlier event to
+  // the read: the row's own time, or for a neighbour's row at an older edge time (which may
+  // precede that event) the start of the reading micro-batch, so it is never negative.
   req_copy_.assign(req_row_.size(), -1);
   const int64_t copies = p.refine.rows();
   p.refine_row.resize(static_cast<size_t>(copies));
@@ -56,8 +58,10 @@ void BatchPlanner::plan_refine(BatchPlan& p, int32_t micro_batches) {
     req_copy_[q] = static_cast<int32_t>(c);
     const int32_t row = req_row_[q];
     p.refine_row[static_cast<size_t>(c)] = row;
-    p.refine_dt[static_cast<size_t>(c)] =
-        p.mem_time[static_cast<size_t>(row)] + t0_ - p.refine.latest_time[static_cast<size_t>(c)];
+    const auto start = static_cast<size_t>(p.micro_bounds[static_cast<size_t>(req_micro_[q])]);
+    const double read = std::max(p.mem_time[static_cast<size_t>(row)] + t0_,
+                                 stream_.ts[static_cast<size_t>(p.events[start])]);
+    p.refine_dt[static_cast<size_t>(c)] = read - p.refine.latest_time[static_cast<size_t>(c)];
   }
   if (copies == 0) return;
   auto redirect = [&](int32_t& row, int32_t micro) {
@@ -119,11 +123,10 @@ void BatchPlanner::plan_coherence(BatchPlan& p, uint64_t seed, double sample) co
       double dt;
       if (cfg_.mail_dt_at_event) {  // the mail's age as of its event: since the previous one
         dt = round == 0 ? t : t - mail_time[static_cast<size_t>(mail_of(at - 1))];
-      } else {  // read at the node's next event, or at the copy's own time after the last
-        const double next = round + 1 < rp.count[c]
-                                ? mail_time[static_cast<size_t>(mail_of(at + 1))]
-                                : p.mem_time[static_cast<size_t>(p.refine_row[c])];
-        dt = next - t;
+      } else if (round + 1 < rp.count[c]) {  // read at the node's next event
+        dt = mail_time[static_cast<size_t>(mail_of(at + 1))] - t;
+      } else {  // the latest: read when the copy is (its refine dt)
+        dt = p.refine_dt[c];
       }
       p.coherence_mail.push_back(mail);
       p.coherence_dt.push_back(dt);

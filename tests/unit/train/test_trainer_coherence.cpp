@@ -230,6 +230,25 @@ TEST_P(CoherenceTargetTest, IsTheUpdaterAppliedToTheEarlierMailsInOrder) {
   const auto row_of = [&](int32_t plan_row) {
     return updated + static_cast<int64_t>(step.staged.input_row(plan_row)) * d;
   };
+  // The micro-batch reading each copy: the micro-batch of any root reading it (t0-relative
+  // start time), found from the redirected reads.
+  std::vector<double> read_start(static_cast<size_t>(p.refined_rows()), -1e300);
+  const int64_t u = p.memory_rows(), events = p.batch();
+  const auto start_of = [&](int64_t root) {
+    const auto e = static_cast<size_t>(root % events);
+    size_t j = 0;
+    while (p.micro_bounds[j + 1] <= static_cast<int64_t>(e)) ++j;
+    return p.root_time[static_cast<size_t>(p.micro_bounds[j])];
+  };
+  for (int64_t r = 0; r < p.roots(); ++r) {
+    const int32_t row = p.root_row[static_cast<size_t>(r)];
+    if (row >= u) read_start[static_cast<size_t>(row - u)] = start_of(r);
+    for (int64_t k = 0; k < p.blocks.hop(0).k; ++k) {
+      const int32_t slot = p.slot_row[0][static_cast<size_t>(r * p.blocks.hop(0).k + k)];
+      if (slot >= u) read_start[static_cast<size_t>(slot - u)] = start_of(r);
+    }
+  }
+  const auto micro_start = [&](size_t copy) { return read_start[copy]; };
   depbloom::Arena arena(Device::cpu());
   const Tensor target = step.coherence_target;
   int sequences = 0;
@@ -254,10 +273,12 @@ TEST_P(CoherenceTargetTest, IsTheUpdaterAppliedToTheEarlierMailsInOrder) {
       if (at_event) {
         dt = t - previous;
       } else {
-        const double next = i + 1 < count
-                                ? p.writes.mail_time[static_cast<size_t>(
-                                      2 * p.refine.event_pos[at + 1] + p.refine.event_role[at + 1])]
-                                : p.mem_time[static_cast<size_t>(base)];
+        // After the last, the copy's read: its row's time, or the start of the reading
+        // micro-batch when later (a neighbour's row at an older edge time).
+        const double next =
+            i + 1 < count ? p.writes.mail_time[static_cast<size_t>(2 * p.refine.event_pos[at + 1] +
+                                                                   p.refine.event_role[at + 1])]
+                          : std::max(p.mem_time[static_cast<size_t>(base)], micro_start(copy));
         dt = next - t;
       }
       previous = t;
