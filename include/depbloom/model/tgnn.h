@@ -47,7 +47,7 @@ struct TgnnInputs {
   // messages of T terms: term t adds weight * [updated[term_self] || updated[term_other] ||
   // edge_feat[term_eid]] to copy term_row[t] (the mail the write-back builds).
   Tensor refine_base;  // [R] i32 input row in [0, U)
-  Tensor refine_dt;    // [R] the row's time - the latest earlier in-batch event's (state dtype)
+  Tensor refine_dt;    // [R] the read's time - the latest earlier in-batch event's (state dtype)
   Tensor term_row;     // [T] i32 copy in [0, R)
   Tensor term_self, term_other;  // [T] i32 input rows in [0, U)
   Tensor term_eid;               // [T] i64 edge feature row (with edge features)

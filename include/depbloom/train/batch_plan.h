@@ -81,7 +81,7 @@ struct BatchPlan {
   // lists its earlier in-batch events (refine.request[c] indexes no array kept here).
   RefinePlan refine;
   std::vector<int32_t> refine_row;  // [R] memory row
-  std::vector<double> refine_dt;    // [R] row time - the latest earlier event's time
+  std::vector<double> refine_dt;    // [R] read time - the latest earlier event's time (>= 0)
   // The coherence loss's rows (training steps with refine.coherence_weight > 0, else empty):
   // the sampled copies, most earlier events first, and their earlier mails in rounds. Round i
   // holds entries [coherence_round[i], coherence_round[i+1]): the i-th earlier mail of each of
