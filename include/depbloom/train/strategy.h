@@ -67,6 +67,9 @@ struct ForecastInput {
   int mail_slots = 1;
   bool memory = true;  // false: the model keeps no node state (nothing is exchanged)
   std::function<void(BatchPlan&, const ScheduledStep&)> plan;
+  // When set, every rank's every non-empty step is planned (with or without memory) and
+  // handed here with its rank (the cost model's counts, epoch_work.h).
+  std::function<void(int rank, const ScheduledStep&, const BatchPlan&)> observe;
 };
 
 // One training epoch's predicted collectives (calls and bytes per kind, as CommStats counts
