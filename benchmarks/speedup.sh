@@ -3,8 +3,8 @@
 # DepBloom strategy and each technique on CPU ranks, as ranks are added. Configurations:
 # strict; strict + refinement; strict + pipeline; depbloom (metis); depbloom + refinement +
 # pipeline. train.batch_size = P x 600, partition.window_steps = 8, refine.micro_batches = 4.
-# A configuration the binary does not know yet (pipeline.enabled before issue 18, JODIE with
-# refinement) is listed as not available, not run. Per run: epoch time, events/s, test AP
+# A configuration the binary cannot run yet (pipeline.enabled before issue 18, or any whose
+# --plan ends in a config error) is listed as not available, not run. Per run: epoch time, events/s, test AP
 # (per-batch mean, transductive and new node), collectives and bytes per epoch, the plan's
 # statistics, achieved GFLOP/s (the plan's exact GEMM FLOPs) and its share of this machine's
 # SGEMM peak, and, where `--plan --profile` exists, the cost model's epoch time (labelled
@@ -151,6 +151,7 @@ run() {
 }
 
 start=$SECONDS
+head=$(git -C "$root" rev-parse HEAD 2>/dev/null || echo unknown)  # the checkout the runs start from
 for dataset in ${datasets//,/ }; do
   case $dataset in
     wiki) data=data/wikipedia/wikipedia_edges.csv ;;
@@ -177,5 +178,5 @@ fi
 report summarise --manifest "$manifest" --out-dir "$out_dir" --mode "$mode" --cores "$cores" \
   --epochs "$epochs" --max-events "$max_events" --scale "$scale" --refine-m "$refine_m" \
   --profile "$profile" --modelled "$modelled" --pipeline "$pipeline" --gemm "$peak" \
-  --seconds $((SECONDS - start)) || status=1
+  --seconds $((SECONDS - start)) --commit "$head" || status=1
 exit $status

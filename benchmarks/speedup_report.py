@@ -13,7 +13,7 @@ import re
 import statistics
 import sys
 
-from bench_metrics import commit, run_device, run_metrics, write_json
+from bench_metrics import run_device, run_metrics, write_json
 
 KINDS = ("all_reduce", "all_gather", "all_gather_v", "broadcast", "barrier")
 CONFIGS = ("strict", "strict+refine", "strict+pipeline", "depbloom", "depbloom+refine+pipeline")
@@ -332,7 +332,7 @@ def summarise(a):
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     peak, peak_source = sgemm_peak(a.gemm, root)
     rows = [summarise_run(m, a.cores, peak) for m in manifest]
-    head = {"benchmark": "speedup", "mode": a.mode, "commit": commit(), "machine": machine(),
+    head = {"benchmark": "speedup", "mode": a.mode, "commit": a.commit, "machine": machine(),
             "generated": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
             "suite_seconds": a.seconds, "epochs": a.epochs, "max_events": a.max_events,
             "synth_scale": a.scale, "refine_micro_batches": a.refine_m, "window_steps": 8,
@@ -377,7 +377,7 @@ def main():
     c.add_argument("--json", required=True)
     s = sub.add_parser("summarise")
     for k in ("--manifest", "--out-dir", "--mode", "--scale", "--profile", "--modelled",
-              "--pipeline", "--gemm"):
+              "--pipeline", "--gemm", "--commit"):
         s.add_argument(k, required=True)
     for k in ("--cores", "--epochs", "--max-events", "--refine-m", "--seconds"):
         s.add_argument(k, type=int, required=True)
