@@ -69,7 +69,7 @@ double DepbloomStrategy::reconcile(const StepWrites& w) {
     if (journal_ == nullptr) journal_ = std::make_unique<WindowJournal>(*w.state);
     Arena& arena = w.arena->device();
     journal_->record(w.writes, *w.state, arena);
-    w.state->apply(w.writes, model::WriteFilter{}, arena);
+    apply_writes(w, w.writes);
     if (w.step->sync == SyncPoint::exchange) exchange(w);
   }
   return loss_sum_ / static_cast<double>(std::max<int64_t>(1, w.step->global_count));

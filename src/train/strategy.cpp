@@ -69,8 +69,16 @@ void SingleDeviceStrategy::schedule(Schedule& out, const std::vector<int64_t>& t
   contiguous_schedule(out, train, batch_size, max_steps, 0, 1, SyncPoint::none);
 }
 
+void apply_writes(const StepWrites& w, const model::WriteSet& writes) {
+  if (w.writer != nullptr) {
+    w.writer->apply(writes, *w.state, w.arena->device());
+  } else {
+    w.state->apply(writes, model::WriteFilter{}, w.arena->device());
+  }
+}
+
 double SingleDeviceStrategy::reconcile(const StepWrites& w) {
-  if (w.memory) w.state->apply(w.writes, model::WriteFilter{}, w.arena->device());
+  if (w.memory) apply_writes(w, w.writes);
   counts_.local_events += w.step->count;
   return w.local_loss;
 }

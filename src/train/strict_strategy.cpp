@@ -96,7 +96,7 @@ void StrictStrategy::exchange_and_apply(const StepWrites& w, int64_t mem_total,
     }
   }
   all.mail_order = mail_order_.data();
-  state.apply(all, model::WriteFilter{}, arena);
+  apply_writes(w, all);
   const auto width = static_cast<int64_t>(dtype_size(dtype));
   counts_.exchanges += 1;
   counts_.exchange_bytes +=

@@ -52,7 +52,7 @@ std::unique_ptr<model::NodeState> make_state(const data::EventStream& stream,
 
 Trainer::Trainer(const data::EventStream& stream, const data::ChronoSplit& split,
                  const TrainerConfig& cfg)
-    : stream_(stream), split_(split), cfg_(cfg), arena_(cfg.device) {
+    : stream_(stream), split_(split), cfg_(cfg), arena_(std::make_unique<StepArena>(cfg.device)) {
   DB_ASSERT(cfg.dtype == DType::f32 || cfg.device.is_cpu(), "f64 training runs on the CPU only");
   if (split.train.empty()) DB_THROW(data, "{}: the training split is empty", stream.source);
   cfg_.model.d_edge = stream.edge_dim;
@@ -99,6 +99,15 @@ Trainer::Trainer(const data::EventStream& stream, const data::ChronoSplit& split
     }
   }
   make_targets();
+  DB_ASSERT(cfg.pipeline.horizon >= 1, "pipeline.horizon is {}", cfg.pipeline.horizon);
+  if (cfg.pipeline.enabled) {
+    spare_arena_ = std::make_unique<StepArena>(cfg.device);
+    ahead_.resize(static_cast<size_t>(cfg.pipeline.horizon) + 1);
+    ahead_step_.assign(ahead_.size(), -1);
+  }
+  // The side thread only on a CPU run: a CUDA step's writes stay on its stream.
+  writer_ =
+      std::make_unique<StepWriter>(stream.num_nodes, cfg.pipeline.enabled && cfg.device.is_cpu());
   const int64_t most = std::max(cfg.batch_size, cfg.eval_batch_size);
   negatives_.reserve(static_cast<size_t>(most * std::max(1, cfg.eval_negatives)));
   const size_t eval_events = split.val.size() + split.test.size();
@@ -142,7 +151,9 @@ void Trainer::make_targets() {
 }
 
 const Schedule& Trainer::schedule_epoch() {
+  writer_->flush();  // the deferred writes may point into the old schedule's steps' plans
   strategy_->schedule(schedule_, split_.train, cfg_.batch_size, cfg_.max_batches);
+  std::fill(ahead_step_.begin(), ahead_step_.end(), -1);
   return schedule_;
 }
 
@@ -176,6 +187,7 @@ EpochResult Trainer::run_epoch(int epoch, const ProgressFn& progress) {
   r.strategy = strategy_->name();
   stages_ = StageTimes{};
   memory_rows_ = 0, refined_rows_ = 0;
+  writer_->reset_counts();
   strategy_->begin_epoch();
   state_->reset();
   if (cfg_.comm != nullptr) cfg_.comm->reset_stats();
@@ -185,11 +197,15 @@ EpochResult Trainer::run_epoch(int epoch, const ProgressFn& progress) {
   loss_trace_.reserve(loss_trace_.size() + static_cast<size_t>(n));
   double loss_sum = 0;
   const int64_t waits_before = backend::host_waits();
+  Stopwatch loop;
   for (int64_t i = 0; i < n; ++i) {
     loss_sum += train_step(steps.step(i), epoch);
     r.events += steps.step(i).global_count;
     if (progress) progress(i + 1, n, loss_sum / static_cast<double>(i + 1));
   }
+  writer_->flush();  // evaluation and checkpoints read every row
+  r.loop_seconds = loop.seconds();
+  r.pipeline = writer_->counts();
   const auto waits = static_cast<double>(backend::host_waits() - waits_before);
   r.host_waits = n > 0 ? waits / static_cast<double>(n) : 0.0;
   if (cfg_.device.is_cuda()) backend::synchronize(cfg_.device.index);

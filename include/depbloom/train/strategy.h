@@ -17,6 +17,7 @@
 #include "depbloom/model/parameters.h"
 #include "depbloom/partition/partition_config.h"
 #include "depbloom/train/batch_plan.h"
+#include "depbloom/train/pipeline.h"
 #include "depbloom/train/schedule.h"
 #include "depbloom/train/step_io.h"
 
@@ -37,7 +38,12 @@ struct StepWrites {
   StepArena* arena = nullptr;
   bool memory = true;     // false: the model keeps no node memory, nothing to write
   double local_loss = 0;  // TGL's loss over this rank's events (0 for an empty part)
+  // Applies writes to `state` (urgent now, the rest deferred; pipeline.h); null: at once.
+  StepWriter* writer = nullptr;
 };
+
+// `writes` into w.state through w.writer (staging from w.arena's device arena).
+void apply_writes(const StepWrites& w, const model::WriteSet& writes);
 
 // Per-epoch accounting of what the strategy moved.
 struct StrategyCounts {
@@ -94,6 +100,9 @@ class Strategy {
 
   virtual const char* name() const = 0;
   virtual int ranks() const { return 1; }
+  // Whether the sync points are window ends whose exchange reads the replica (depbloom):
+  // the pipeline's lookahead stops there, and such a step defers no write.
+  virtual bool windowed() const { return false; }
 
   // This rank's steps of an epoch over `train` (stream rows, ascending) with global steps of
   // batch_size events, at most max_steps of them (0: all; with several ranks the last one

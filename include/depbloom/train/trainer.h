@@ -26,6 +26,7 @@
 #include "depbloom/train/batch_plan.h"
 #include "depbloom/train/checkpoint.h"
 #include "depbloom/train/metrics.h"
+#include "depbloom/train/pipeline.h"
 #include "depbloom/train/refine_plan.h"
 #include "depbloom/train/schedule.h"
 #include "depbloom/train/step.h"
@@ -65,6 +66,8 @@ struct TrainerConfig {
   // by `refine_aggregate`.
   int32_t refine_micro_batches = 1;
   RefineAggregate refine_aggregate = RefineAggregate::last;
+  // Critical-path pipelining (DESIGN.md 7.3, pipeline.h): off, today's serial step.
+  PipelineConfig pipeline;
 };
 
 struct EvalResult {
@@ -96,6 +99,10 @@ struct EpochResult {
   // With several ranks: the strategy's accounting (the events this rank trained on, the
   // node-state exchanges, and depbloom's window plan).
   StrategyCounts counts;
+  // The critical path (pipeline.h): the step loop's wall time, and what the write-back's
+  // side thread did (all rows urgent, nothing hidden, with the pipeline off).
+  double loop_seconds = 0.0;
+  PipelineCounts pipeline;
 };
 
 // Called during training with (batches done, batches in the epoch, mean loss so far).
@@ -131,6 +138,9 @@ class Trainer {
   const BatchPlan& last_plan() const { return data_.plan; }
   // The last step's stage outputs (embeddings, logits), valid until the next step: for tests.
   const StepData& last_step() const { return data_; }
+  // Waits for the deferred writes of the last step (pipeline.enabled): call before reading
+  // the node state after train_step (run_epoch does at the epoch's end).
+  void flush_writes() { writer_->flush(); }
   // The writes this rank's last step collected (valid until the next step): what a deferred
   // write-back would apply.
   const model::WriteSet& last_writes() const { return data_.writes; }
@@ -151,7 +161,7 @@ class Trainer {
   const std::vector<double>& loss_trace() const { return loss_trace_; }
   model::ParameterStore& parameters() { return *store_; }
   model::NodeState& state() { return *state_; }
-  const Arena& arena() const { return arena_.device(); }
+  const Arena& arena() const { return arena_->device(); }
   int64_t parameter_count() const { return store_->numel(); }
 
  private:
@@ -195,9 +205,19 @@ class Trainer {
   std::unique_ptr<graph::EvalNegativeSampler> eval_negatives_;
   OwnedTensor edge_feat_;  // [E, d_edge] in the model's dtype on the device
   OwnedTensor targets_;    // [2 * batch] ones then zeros
-  StepArena arena_;
+  // With the pipeline on, steps alternate between two arenas and two StepData, so that the
+  // side thread's deferred writes (views into the last step's) outlive the next step.
+  std::unique_ptr<StepArena> arena_, spare_arena_;
   Schedule schedule_;
-  StepData data_;
+  StepData data_, spare_data_;
+  // The lookahead: plans of the steps after the current one, slot j % (horizon + 1) holding
+  // step ahead_step_[slot] of the epoch (-1: none).
+  std::vector<BatchPlan> ahead_;
+  std::vector<int64_t> ahead_step_;
+  std::unique_ptr<StepWriter> writer_;
+  bool pipelined(const ScheduledStep& step) const;
+  void mark_lookahead(const ScheduledStep& step);
+  void take_plan(StepData& d);
   std::vector<int32_t> negatives_;
   std::vector<float> scores_, neg_scores_;
   SplitMetrics metrics_;

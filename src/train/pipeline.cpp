@@ -1,0 +1,102 @@
+// StepWriter: urgent writes on the calling thread, deferred ones on one side thread with a
+// single pending job (a step's deferred writes), handed over under a mutex.
+#include "depbloom/train/pipeline.h"
+
+#include <omp.h>
+
+#include "depbloom/core/timer.h"
+
+namespace depbloom::train {
+
+StepWriter::StepWriter(int64_t num_nodes, bool side_thread) : side_(side_thread) {
+  if (!side_) return;
+  mark_.assign(static_cast<size_t>(num_nodes), 0);
+  marked_.reserve(static_cast<size_t>(num_nodes));
+  thread_ = std::thread([this] { side_loop(); });
+}
+
+StepWriter::~StepWriter() {
+  if (!thread_.joinable()) return;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    stop_ = true;
+  }
+  wake_.notify_one();
+  thread_.join();
+}
+
+void StepWriter::mark(const int32_t* nodes, int64_t n) {
+  if (!side_) return;
+  for (int64_t i = 0; i < n; ++i) {
+    uint8_t& m = mark_[static_cast<size_t>(nodes[i])];
+    if (m == 0) m = 1, marked_.push_back(nodes[i]);
+  }
+}
+
+void StepWriter::clear_marks() {
+  flush();  // the side thread reads the marks of the apply it runs
+  for (const int32_t v : marked_) mark_[static_cast<size_t>(v)] = 0;
+  marked_.clear();
+}
+
+void StepWriter::apply(const model::WriteSet& writes, model::NodeState& state, Arena& arena) {
+  flush();
+  if (mode_ != Mode::split) {
+    const int64_t rows = state.apply(writes, model::WriteFilter{}, arena);
+    (mode_ == Mode::sync ? counts_.sync_rows : counts_.urgent_rows) += rows;
+    return;
+  }
+  counts_.urgent_rows += state.apply(writes, model::WriteFilter{mark_.data(), 1}, arena);
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    job_ = writes;
+    job_state_ = &state;
+    pending_ = true;
+  }
+  wake_.notify_one();
+}
+
+void StepWriter::flush() {
+  if (!side_) return;
+  Stopwatch watch;
+  std::unique_lock<std::mutex> lock(mutex_);
+  if (!pending_ && job_state_ == nullptr) return;
+  done_.wait(lock, [this] { return !pending_; });
+  counts_.side_wait += watch.seconds();
+  job_state_ = nullptr;
+  counts_.deferred_rows += job_rows_;
+  counts_.deferred_applies += 1;
+  counts_.side_busy += job_seconds_;
+  if (job_error_) {
+    std::exception_ptr error = job_error_;
+    job_error_ = nullptr;
+    std::rethrow_exception(error);
+  }
+}
+
+// One OpenMP thread here: the main thread's team keeps the cores (run.threads counts it only).
+void StepWriter::side_loop() {
+  omp_set_num_threads(1);
+  std::unique_lock<std::mutex> lock(mutex_);
+  for (;;) {
+    wake_.wait(lock, [this] { return pending_ || stop_; });
+    if (stop_) return;
+    lock.unlock();
+    Stopwatch watch;
+    int64_t rows = 0;
+    std::exception_ptr error;
+    try {
+      side_arena_.reset();
+      rows = job_state_->apply(job_, model::WriteFilter{mark_.data(), 0}, side_arena_);
+    } catch (...) {
+      error = std::current_exception();
+    }
+    const double seconds = watch.seconds();
+    lock.lock();
+    job_rows_ = rows, job_seconds_ = seconds, job_error_ = error;
+    pending_ = false;
+    done_.notify_one();
+  }
+}
+
+}  // namespace depbloom::train
