@@ -141,6 +141,8 @@ class Trainer {
   // Waits for the deferred writes of the last step (pipeline.enabled): call before reading
   // the node state after train_step (run_epoch does at the epoch's end).
   void flush_writes() { writer_->flush(); }
+  // The write-back's counts since the epoch began (run_epoch resets them).
+  const PipelineCounts& pipeline_counts() const { return writer_->counts(); }
   // The writes this rank's last step collected (valid until the next step): what a deferred
   // write-back would apply.
   const model::WriteSet& last_writes() const { return data_.writes; }
