@@ -164,6 +164,13 @@ EpochForecast DepbloomStrategy::forecast(const ForecastInput& in) {
     f.comm.add(dist::CollectiveKind::all_reduce, 8, false);  // the loss
   }
   if (!in.memory) return f;
+  BatchPlan own;
+  f.pipeline =
+      forecast_write_back(in, first, true, [&](int64_t i, std::vector<const PlannedWrites*>& out) {
+        if (first.step(i).count == 0) return;
+        in.plan(own, first.step(i));
+        out.push_back(&own.writes);
+      });
   // Per window end, summed over the ranks: memory rows, mailed nodes, mails held.
   struct Sizes {
     int64_t rows = 0, nodes = 0, mails = 0;

@@ -173,11 +173,19 @@ EpochForecast Trainer::forecast_epoch(int ranks) {
   in.mail_slots = state_->mail_slots();
   in.memory = plan_cfg_.memory;
   in.plan = [this](BatchPlan& out, const ScheduledStep& step) { plan_step(out, step, 1); };
+  in.pipeline = cfg_.pipeline;
   if (ranks > 1) return strategy_entry(cfg_.strategy).forecast(in);
   EpochForecast f;  // one device: its steps, nothing exchanged
   Schedule steps;
   SingleDeviceStrategy().schedule(steps, split_.train, cfg_.batch_size, cfg_.max_batches);
   for (int64_t i = 0; i < steps.size(); ++i) f.steps += 1, f.events += steps.step(i).count;
+  BatchPlan own;
+  f.pipeline =
+      forecast_write_back(in, steps, false, [&](int64_t i, std::vector<const PlannedWrites*>& out) {
+        if (steps.step(i).count == 0) return;
+        in.plan(own, steps.step(i));
+        out.push_back(&own.writes);
+      });
   return f;
 }
 

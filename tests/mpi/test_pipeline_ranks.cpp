@@ -2,7 +2,8 @@
 // `depbloom` (windows of 3 steps, the last cut short), TGN and APAN (mailbox 3, mails to
 // neighbours) on a WIKI prefix in f32, the pipelined run gives the serial run's loss trace,
 // validation AP and node state (memory, mails, times, rings) bit for bit on every rank, and
-// its side thread did apply rows.
+// its side thread did apply rows; rank 0's urgent/deferred/sync rows are what --plan's
+// forecast says.
 #include <gtest/gtest.h>
 
 #include <cstring>
@@ -70,6 +71,16 @@ void expect_pipeline_is_serial(const char* strategy, bool apan) {
   EXPECT_EQ(a.pipeline.urgent_rows + a.pipeline.deferred_rows + a.pipeline.sync_rows,
             b.pipeline.urgent_rows);
   EXPECT_EQ(a.comm.total_calls(), b.comm.total_calls());
+  // --plan's forecast of rank 0's write-back (one process, no communicator) is what it counted.
+  TrainerConfig alone = on;
+  alone.comm = nullptr;
+  const PipelineCounts f =
+      Trainer(wiki().stream, wiki().split, alone).forecast_epoch(world().size()).pipeline;
+  if (world().rank() == 0) {
+    EXPECT_EQ(f.urgent_rows, a.pipeline.urgent_rows);
+    EXPECT_EQ(f.deferred_rows, a.pipeline.deferred_rows);
+    EXPECT_EQ(f.sync_rows, a.pipeline.sync_rows);
+  }
 }
 
 TEST(PipelineRanks, StrictTgnEqualsSerial) {

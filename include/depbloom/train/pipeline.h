@@ -10,12 +10,15 @@
 #include <condition_variable>
 #include <cstdint>
 #include <exception>
+#include <functional>
 #include <mutex>
 #include <thread>
 #include <vector>
 
 #include "depbloom/core/arena.h"
 #include "depbloom/model/node_state.h"
+#include "depbloom/train/batch_plan.h"
+#include "depbloom/train/schedule.h"
 
 namespace depbloom::train {
 
@@ -90,5 +93,16 @@ class StepWriter {
   std::condition_variable wake_, done_;
   std::thread thread_;
 };
+
+// What StepWriter will count at one rank over its steps `mine` with the pipeline on, from
+// plans alone (depbloom-train --plan): at step i the writes of the plans applied(i, out)
+// lists, by node, urgent when one of the next `horizon` steps of `mine` reads the node (not
+// past a window end when `windowed`), sync at a step with no next step or at a window end,
+// else deferred; memory rows one per node, mails min(claims, mail_slots) per node.
+using PlanFn = std::function<void(BatchPlan&, const ScheduledStep&)>;
+PipelineCounts forecast_pipeline(
+    const Schedule& mine, bool windowed, int32_t horizon, int mail_slots, int64_t num_nodes,
+    const PlanFn& plan,
+    const std::function<void(int64_t, std::vector<const PlannedWrites*>&)>& applied);
 
 }  // namespace depbloom::train

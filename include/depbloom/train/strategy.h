@@ -73,7 +73,14 @@ struct ForecastInput {
   int mail_slots = 1;
   bool memory = true;  // false: the model keeps no node state (nothing is exchanged)
   std::function<void(BatchPlan&, const ScheduledStep&)> plan;
+  PipelineConfig pipeline;  // the write-back's split (rank 0's)
 };
+
+// The write-back's counts of rank 0 stepping through `mine` and applying applied(i)'s writes
+// at step i: forecast_pipeline's split with the pipeline on, every row urgent with it off.
+PipelineCounts forecast_write_back(
+    const ForecastInput& in, const Schedule& mine, bool windowed,
+    const std::function<void(int64_t, std::vector<const PlannedWrites*>&)>& applied);
 
 // One training epoch's predicted collectives (calls and bytes per kind, as CommStats counts
 // them) and strategy accounting (as StrategyCounts counts it on rank 0).
@@ -81,6 +88,7 @@ struct EpochForecast {
   int64_t steps = 0, events = 0;
   dist::CommStats comm;
   StrategyCounts counts;
+  PipelineCounts pipeline;  // rank 0's write-back rows (pipeline.h; no timings)
 };
 
 // What a strategy is built from: the communicator (not owned) and, for the window plan, the

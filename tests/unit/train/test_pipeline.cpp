@@ -12,6 +12,7 @@
 
 #include "depbloom/data/event_stream.h"
 #include "depbloom/data/split.h"
+#include "depbloom/train/run_log.h"
 #include "depbloom/train/trainer.h"
 #include "unit/train/tiny_stream.h"
 
@@ -58,14 +59,14 @@ TrainerConfig config(Model m, bool pipeline, int horizon, int64_t batch) {
   return c;
 }
 
-
 struct TrainedRun {
   std::vector<double> trace;
   std::vector<EpochResult> epochs;
   std::vector<uint8_t> memory, mail;
 };
 
-TrainedRun train(const EventStream& s, const ChronoSplit& split, const TrainerConfig& cfg, int epochs) {
+TrainedRun train(const EventStream& s, const ChronoSplit& split, const TrainerConfig& cfg,
+                 int epochs) {
   Trainer t(s, split, cfg);
   TrainedRun r;
   for (int e = 1; e <= epochs; ++e) r.epochs.push_back(t.run_epoch(e));
@@ -129,6 +130,33 @@ INSTANTIATE_TEST_SUITE_P(Models, PipelineSameResults,
                                            Case{"apan_h2", Model::apan, 2},
                                            Case{"jodie_h1", Model::jodie, 1}),
                          [](const auto& info) { return std::string(info.param.name); });
+
+// depbloom-train --plan's write-back rows (forecast_epoch, from plans alone) equal what the
+// run then counts, pipeline on (urgent/deferred/sync) and off (all urgent); the epoch's
+// metrics line carries the critical path, with nothing hidden when the pipeline is off.
+TEST(PipelinePlan, ForecastRowsEqualWhatTheRunCounts) {
+  const EventStream s = tiny_stream(23, 240, 120, 3);
+  const ChronoSplit split = tiny_split(s, 160, 200);
+  for (const Model m : {Model::tgn, Model::apan})
+    for (const bool enabled : {true, false}) {
+      SCOPED_TRACE(testing::Message() << (m == Model::tgn ? "tgn" : "apan") << " " << enabled);
+      Trainer t(s, split, config(m, enabled, 2, 16));
+      const auto f = t.forecast_epoch(1).pipeline;
+      const EpochResult r = t.run_epoch(1);
+      EXPECT_EQ(f.urgent_rows, r.pipeline.urgent_rows);
+      EXPECT_EQ(f.deferred_rows, r.pipeline.deferred_rows);
+      EXPECT_EQ(f.sync_rows, r.pipeline.sync_rows);
+      EXPECT_GT(f.urgent_rows, 0);
+      EXPECT_EQ(f.deferred_rows > 0, enabled);
+      const auto j = depbloom::train::epoch_json(r)["critical_path"];
+      EXPECT_EQ(j["rows"]["deferred"].get<int64_t>(), r.pipeline.deferred_rows);
+      EXPECT_GT(j["loop_s"].get<double>(), 0.0);
+      if (!enabled) {
+        EXPECT_EQ(j["hidden_s"].get<double>(), 0.0);
+        EXPECT_EQ(j["busy_s"]["side"].get<double>(), 0.0);
+      }
+    }
+}
 
 // Events from (src, dst) pairs, timestamps 1, 2, ..., 2 random edge features.
 EventStream stream_of(const std::vector<std::pair<int32_t, int32_t>>& pairs, int32_t nodes) {
