@@ -197,6 +197,7 @@ EpochResult Trainer::run_epoch(int epoch, const ProgressFn& progress) {
   memory_rows_ = 0, refined_rows_ = 0;
   writer_->reset_counts();
   strategy_->begin_epoch();
+  writer_->flush();
   state_->reset();
   if (cfg_.comm != nullptr) cfg_.comm->reset_stats();
   Stopwatch watch;
@@ -244,6 +245,7 @@ EpochResult Trainer::run_epoch(int epoch, const ProgressFn& progress) {
 }
 
 std::pair<EvalResult, EvalResult> Trainer::test() {
+  writer_->flush();
   EvalResult all, fresh;
   const bool new_nodes = cfg_.new_nodes && !split_.new_node_test.empty();
   if (new_nodes) backup_a_->copy_from(*state_);

@@ -219,6 +219,7 @@ double Trainer::train_step(const ScheduledStep& step, int epoch) {
 }
 
 double Trainer::step_loss(const int64_t* events, int64_t count, int epoch, bool with_gradients) {
+  writer_->flush();
   const ScheduledStep step = contiguous_part(events, count, 0, 1);
   data_.step = &step;
   data_.epoch = static_cast<uint32_t>(epoch);

@@ -162,7 +162,11 @@ class Trainer {
   const Strategy& strategy() const { return *strategy_; }
   const std::vector<double>& loss_trace() const { return loss_trace_; }
   model::ParameterStore& parameters() { return *store_; }
-  model::NodeState& state() { return *state_; }
+  // The node state, the deferred writes flushed first.
+  model::NodeState& state() {
+    writer_->flush();
+    return *state_;
+  }
   const Arena& arena() const { return arena_->device(); }
   int64_t parameter_count() const { return store_->numel(); }
 
