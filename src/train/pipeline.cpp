@@ -4,6 +4,8 @@
 
 #include <omp.h>
 
+#include <algorithm>
+
 #include "depbloom/core/timer.h"
 
 namespace depbloom::train {
@@ -41,6 +43,8 @@ void StepWriter::clear_marks() {
 
 void StepWriter::apply(const model::WriteSet& writes, model::NodeState& state, Arena& arena) {
   flush();
+  void (*after)(void*) = after_;
+  after_ = nullptr;  // for this apply only
   if (mode_ != Mode::split) {
     const int64_t rows = state.apply(writes, model::WriteFilter{}, arena);
     (mode_ == Mode::sync ? counts_.sync_rows : counts_.urgent_rows) += rows;
@@ -51,6 +55,7 @@ void StepWriter::apply(const model::WriteSet& writes, model::NodeState& state, A
     std::lock_guard<std::mutex> lock(mutex_);
     job_ = writes;
     job_state_ = &state;
+    job_after_ = after, job_after_ctx_ = after_ctx_;
     pending_ = true;
   }
   wake_.notify_one();
@@ -62,11 +67,18 @@ void StepWriter::flush() {
   std::unique_lock<std::mutex> lock(mutex_);
   if (!pending_ && job_state_ == nullptr) return;
   done_.wait(lock, [this] { return !pending_; });
-  counts_.side_wait += watch.seconds();
+  const double wait = watch.seconds();
+  counts_.side_wait += wait;
   job_state_ = nullptr;
   counts_.deferred_rows += job_rows_;
   counts_.deferred_applies += 1;
-  counts_.side_busy += job_seconds_;
+  counts_.prefetched_plans += job_after_ != nullptr ? 1 : 0;
+  counts_.side_busy += job_apply_s_ + job_after_s_;
+  const double on_plan = std::min(wait, job_after_s_);
+  counts_.apply_busy += job_apply_s_;
+  counts_.apply_hidden += job_apply_s_ - std::min(wait - on_plan, job_apply_s_);
+  counts_.prefetch_busy += job_after_s_;
+  counts_.prefetch_hidden += job_after_s_ - on_plan;
   if (job_error_) {
     std::exception_ptr error = job_error_;
     job_error_ = nullptr;
@@ -84,16 +96,19 @@ void StepWriter::side_loop() {
     lock.unlock();
     Stopwatch watch;
     int64_t rows = 0;
+    double apply_s = 0;
     std::exception_ptr error;
     try {
       side_arena_.reset();
       rows = job_state_->apply(job_, model::WriteFilter{mark_.data(), 0}, side_arena_);
+      apply_s = watch.seconds();
+      if (job_after_ != nullptr) job_after_(job_after_ctx_);
     } catch (...) {
       error = std::current_exception();
     }
-    const double seconds = watch.seconds();
+    const double after_s = watch.seconds() - apply_s;
     lock.lock();
-    job_rows_ = rows, job_seconds_ = seconds, job_error_ = error;
+    job_rows_ = rows, job_apply_s_ = apply_s, job_after_s_ = after_s, job_error_ = error;
     pending_ = false;
     done_.notify_one();
   }

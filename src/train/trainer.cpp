@@ -102,7 +102,7 @@ Trainer::Trainer(const data::EventStream& stream, const data::ChronoSplit& split
   DB_ASSERT(cfg.pipeline.horizon >= 1, "pipeline.horizon is {}", cfg.pipeline.horizon);
   if (cfg.pipeline.enabled) {
     spare_arena_ = std::make_unique<StepArena>(cfg.device);
-    ahead_.resize(static_cast<size_t>(cfg.pipeline.horizon) + 1);
+    ahead_.resize(static_cast<size_t>(cfg.pipeline.horizon) + 2);
     ahead_step_.assign(ahead_.size(), -1);
   }
   // The side thread only on a CPU run: a CUDA step's writes stay on its stream.

@@ -55,8 +55,19 @@ void Trainer::take_plan(StepData& d) {
       ahead_step_[slot] = -1;
       return;
     }
+    writer_->flush();  // the side thread may be planning: the planner is not shared
   }
   plan_step(d.plan, *d.step, static_cast<int>(d.epoch));
+}
+
+// On the side thread, after its deferred apply: the plan of step prefetch_step_, which no
+// step before the next flush reads.
+void Trainer::prefetch_plan(void* trainer) {
+  auto& t = *static_cast<Trainer*>(trainer);
+  const ScheduledStep& s = t.schedule_.step(t.prefetch_step_);
+  const auto slot = static_cast<size_t>(s.index) % t.ahead_.size();
+  t.plan_step(t.ahead_[slot], s, static_cast<int>(t.prefetch_epoch_));
+  t.ahead_step_[slot] = s.index;
 }
 
 // The nodes the next pipeline.horizon steps read (not past a window end, whose exchange
@@ -70,7 +81,8 @@ void Trainer::mark_lookahead(const ScheduledStep& step) {
   const Schedule::Range next = schedule_.lookahead(step.index, cfg_.pipeline.horizon);
   if (next.begin == next.end || (strategy_->windowed() && step.sync == SyncPoint::exchange))
     return writer_->set_mode(Mode::sync);
-  for (const ScheduledStep* s = next.begin; s != next.end; ++s) {
+  bool window_end = false;
+  for (const ScheduledStep* s = next.begin; s != next.end && !window_end; ++s) {
     if (s->count > 0) {
       const auto slot = static_cast<size_t>(s->index) % ahead_.size();
       BatchPlan& plan = ahead_[slot];
@@ -80,9 +92,16 @@ void Trainer::mark_lookahead(const ScheduledStep& step) {
       }
       writer_->mark(plan.mem_node.data(), plan.memory_rows());
     }
-    if (strategy_->windowed() && s->sync == SyncPoint::exchange) break;
+    window_end = strategy_->windowed() && s->sync == SyncPoint::exchange;
   }
   writer_->set_mode(Mode::split);
+  // Prefetch: the side thread plans the step after the lookahead (not past a window end).
+  const int64_t after = step.index + cfg_.pipeline.horizon + 1;
+  if (!window_end && after < schedule_.size() && schedule_.step(after).count > 0) {
+    prefetch_step_ = after;
+    prefetch_epoch_ = data_.epoch;
+    writer_->set_after(&Trainer::prefetch_plan, this);
+  }
 }
 
 // sample: negatives, the plan (no node state) and the staged inputs (node state's rings).

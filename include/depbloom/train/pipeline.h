@@ -36,8 +36,12 @@ struct PipelineCounts {
   int64_t deferred_rows = 0;  // applied on the side thread
   int64_t sync_rows = 0;      // written just before a flush point, applied at once
   int64_t deferred_applies = 0;
-  double side_busy = 0;  // seconds the side thread spent applying
-  double side_wait = 0;  // seconds the main thread waited for it in flush()
+  int64_t prefetched_plans = 0;  // lookahead plans the side thread made after an apply
+  double side_busy = 0;          // seconds the side thread worked (applies and plans)
+  double side_wait = 0;          // seconds the main thread waited for it in flush()
+  // Per overlapped stage: the side thread's seconds, and those the main thread did not wait
+  // for (a job's wait is charged to its last part first: the planning, then the apply).
+  double apply_busy = 0, apply_hidden = 0, prefetch_busy = 0, prefetch_hidden = 0;
   double deferred_share() const {
     const int64_t all = urgent_rows + deferred_rows;
     return all > 0 ? static_cast<double>(deferred_rows) / static_cast<double>(all) : 0.0;
@@ -62,6 +66,9 @@ class StepWriter {
   // Marks nodes urgent for the next apply(); clear_marks() flushes first and unmarks all.
   void mark(const int32_t* nodes, int64_t n);
   void clear_marks();
+  // Work the side thread runs after the next deferred apply (planning a later step ahead):
+  // fn(ctx), which must touch nothing the main thread uses before the next flush().
+  void set_after(void (*fn)(void*), void* ctx) { after_ = fn, after_ctx_ = ctx; }
 
   // `writes` into `state`: urgent ones now (staging from `arena`), the rest handed to the
   // side thread, which reads `writes` (its node ids and tensors must stay valid until the next
@@ -84,9 +91,13 @@ class StepWriter {
   // The one pending deferred apply, and the side thread's own staging arena.
   model::WriteSet job_;
   model::NodeState* job_state_ = nullptr;
+  void (*after_)(void*) = nullptr;
+  void* after_ctx_ = nullptr;
+  void (*job_after_)(void*) = nullptr;
+  void* job_after_ctx_ = nullptr;
   Arena side_arena_;
   int64_t job_rows_ = 0;
-  double job_seconds_ = 0;
+  double job_apply_s_ = 0, job_after_s_ = 0;
   std::exception_ptr job_error_;
   bool pending_ = false, stop_ = false;
   std::mutex mutex_;

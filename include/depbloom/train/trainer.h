@@ -216,14 +216,18 @@ class Trainer {
   std::unique_ptr<StepArena> arena_, spare_arena_;
   Schedule schedule_;
   StepData data_, spare_data_;
-  // The lookahead: plans of the steps after the current one, slot j % (horizon + 1) holding
-  // step ahead_step_[slot] of the epoch (-1: none).
+  // The lookahead: plans of the steps after the current one, slot j % (horizon + 2) holding
+  // step ahead_step_[slot] of the epoch (-1: none). The side thread plans step i + horizon
+  // + 1 during step i + 1 into the slot step i left (step i + 1's is in use).
   std::vector<BatchPlan> ahead_;
   std::vector<int64_t> ahead_step_;
   std::unique_ptr<StepWriter> writer_;
   bool pipelined(const ScheduledStep& step) const;
   void mark_lookahead(const ScheduledStep& step);
   void take_plan(StepData& d);
+  static void prefetch_plan(void* trainer);
+  int64_t prefetch_step_ = -1;
+  uint32_t prefetch_epoch_ = 0;
   std::vector<int32_t> negatives_;
   std::vector<float> scores_, neg_scores_;
   SplitMetrics metrics_;

@@ -121,6 +121,7 @@ TEST_P(PipelineSameResults, EqualsSerialTrainingBitForBit) {
     EXPECT_EQ(q.hidden(), 0.0);
     EXPECT_GT(p.deferred_rows, 0) << "nothing was deferred: the test proves little";
     EXPECT_EQ(p.deferred_applies, on.epochs[e].batches - 1);
+    EXPECT_GT(p.prefetched_plans, 0) << "the side thread planned nothing ahead";
   }
 }
 
