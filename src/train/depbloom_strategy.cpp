@@ -160,7 +160,7 @@ EpochForecast DepbloomStrategy::forecast(const ForecastInput& in) {
   for (int64_t i = 0; i < first.size(); ++i) {
     f.steps += 1, f.events += first.step(i).global_count;
     f.counts.local_events += first.step(i).count;
-    f.comm.add(dist::CollectiveKind::all_reduce, in.parameter_bytes, false);
+    f.comm.add(dist::CollectiveKind::all_reduce, in.parameter_bytes, in.pipeline.enabled);
     f.comm.add(dist::CollectiveKind::all_reduce, 8, false);  // the loss
   }
   if (!in.memory) return f;

@@ -8,6 +8,7 @@
 #include <algorithm>
 
 #include "depbloom/core/error.h"
+#include "depbloom/core/timer.h"
 #include "depbloom/train/depbloom_strategy.h"
 #include "depbloom/train/strict_strategy.h"
 
@@ -90,6 +91,16 @@ void RankedStrategy::sync_parameters(model::ParameterStore& store) {
 
 void RankedStrategy::reduce_gradients(model::ParameterStore& store) {
   comm_.all_reduce(store.grads(), dist::ReduceOp::sum);
+}
+
+void RankedStrategy::start_reduce(model::ParameterStore& store) {
+  pending_reduce_ = comm_.iall_reduce(store.grads(), dist::ReduceOp::sum);
+}
+
+double RankedStrategy::finish_reduce() {
+  Stopwatch watch;
+  pending_reduce_.wait();
+  return watch.seconds();
 }
 
 void StrictStrategy::schedule(Schedule& out, const std::vector<int64_t>& train, int64_t batch_size,

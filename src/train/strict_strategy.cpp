@@ -118,7 +118,7 @@ EpochForecast StrictStrategy::forecast(const ForecastInput& in) {
     const int64_t begin = b * in.batch_size, count = std::min(in.batch_size, total - begin);
     f.steps += 1, f.events += count;
     f.counts.local_events += contiguous_part(in.train->data() + begin, count, 0, in.ranks).count;
-    f.comm.add(dist::CollectiveKind::all_reduce, in.parameter_bytes, false);
+    f.comm.add(dist::CollectiveKind::all_reduce, in.parameter_bytes, in.pipeline.enabled);
     f.comm.add(dist::CollectiveKind::all_gather, kFields * in.ranks * 8, false);
     if (!in.memory) continue;
     int64_t rows = 0, mails = 0;

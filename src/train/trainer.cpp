@@ -194,6 +194,7 @@ EpochResult Trainer::run_epoch(int epoch, const ProgressFn& progress) {
   r.epoch = epoch;
   r.strategy = strategy_->name();
   stages_ = StageTimes{};
+  reduce_wait_ = 0;
   memory_rows_ = 0, refined_rows_ = 0;
   writer_->reset_counts();
   strategy_->begin_epoch();
@@ -227,6 +228,7 @@ EpochResult Trainer::run_epoch(int epoch, const ProgressFn& progress) {
   if (cfg_.comm != nullptr) {
     r.ranks = cfg_.comm->size();
     r.comm = cfg_.comm->stats();
+    r.comm.wait_seconds += reduce_wait_;  // the non-blocking reductions' waits
     r.counts = strategy_->counts();
   }
 

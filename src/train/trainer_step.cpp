@@ -16,6 +16,19 @@ const char* stage_name(Stage stage) {
   return kNames[static_cast<size_t>(stage)];
 }
 
+const std::array<Trainer::StageEntry, kStages> Trainer::kPipelinedStages = {{
+    {Stage::sample, &Trainer::sample},
+    {Stage::gather, &Trainer::gather},
+    {Stage::memory_update, &Trainer::memory_update},
+    {Stage::refine, &Trainer::refine},
+    {Stage::embed, &Trainer::embed},
+    {Stage::loss, &Trainer::loss},
+    {Stage::backward, &Trainer::backward},
+    {Stage::reduce, &Trainer::reduce},
+    {Stage::write_back, &Trainer::write_back},
+    {Stage::optimise, &Trainer::optimise},
+}};
+
 const std::array<Trainer::StageEntry, kStages> Trainer::kTrainingStages = {{
     {Stage::sample, &Trainer::sample},
     {Stage::gather, &Trainer::gather},
@@ -182,11 +195,15 @@ void Trainer::backward(StepData& d) {
   model_->backward(d_logits, arena);
 }
 
-void Trainer::reduce(StepData&) {
+// Pipelined, the reduction only starts here; the write-back runs while it is in flight and
+// optimise finishes it (MPI stays on this thread).
+void Trainer::reduce(StepData& d) {
+  if (d.step != nullptr && pipelined(*d.step)) return strategy_->start_reduce(*store_);
   strategy_->reduce_gradients(*store_);
 }
 
-void Trainer::optimise(StepData&) {
+void Trainer::optimise(StepData& d) {
+  if (d.step != nullptr && pipelined(*d.step)) reduce_wait_ += strategy_->finish_reduce();
   ops::AdamConfig adam;
   adam.lr = cfg_.lr;
   adam.weight_decay = cfg_.weight_decay;
@@ -222,11 +239,14 @@ void Trainer::check_finite(double loss, const StepData& d) const {
 }
 
 double Trainer::train_step(const ScheduledStep& step, int epoch) {
-  // Pipelined, the last step's data and arena stay as they are for its deferred writes.
-  if (pipelined(step)) std::swap(data_, spare_data_), std::swap(arena_, spare_arena_);
+  // Pipelined, the last step's data and arena stay as they are for its deferred writes, and
+  // the write-back runs before the optimiser, while the gradient reduction is in flight (it
+  // reads no parameter).
+  const bool piped = pipelined(step);
+  if (piped) std::swap(data_, spare_data_), std::swap(arena_, spare_arena_);
   data_.step = &step;
   data_.epoch = static_cast<uint32_t>(epoch);
-  for (const StageEntry& s : kTrainingStages) {
+  for (const StageEntry& s : piped ? kPipelinedStages : kTrainingStages) {
     Stopwatch watch;
     (this->*s.run)(data_);
     stages_[s.stage] += watch.seconds();

@@ -2,7 +2,8 @@
 // `depbloom` (windows of 3 steps, the last cut short), TGN and APAN (mailbox 3, mails to
 // neighbours) on a WIKI prefix in f32, the pipelined run gives the serial run's loss trace,
 // validation AP and node state (memory, mails, times, rings) bit for bit on every rank, and
-// its side thread did apply rows; rank 0's urgent/deferred/sync rows are what --plan's
+// its side thread did apply rows and every gradient all-reduce was non-blocking (2 and 4
+// ranks: MPI does not promise MPI_Iallreduce sums in MPI_Allreduce's order, Open MPI does); rank 0's urgent/deferred/sync rows are what --plan's
 // forecast says.
 #include <gtest/gtest.h>
 
@@ -71,6 +72,10 @@ void expect_pipeline_is_serial(const char* strategy, bool apan) {
   EXPECT_EQ(a.pipeline.urgent_rows + a.pipeline.deferred_rows + a.pipeline.sync_rows,
             b.pipeline.urgent_rows);
   EXPECT_EQ(a.comm.total_calls(), b.comm.total_calls());
+  // The gradient all-reduce of every pipelined step is non-blocking, overlapping the
+  // write-back.
+  EXPECT_EQ(a.comm[dist::CollectiveKind::all_reduce].nonblocking, a.batches);
+  EXPECT_EQ(b.comm[dist::CollectiveKind::all_reduce].nonblocking, 0);
   // --plan's forecast of rank 0's write-back (one process, no communicator) is what it counted.
   TrainerConfig alone = on;
   alone.comm = nullptr;

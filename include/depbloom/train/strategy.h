@@ -121,6 +121,11 @@ class Strategy {
   virtual void sync_parameters(model::ParameterStore& store) { (void)store; }
   // After the backward, before the optimiser: the gradients every rank steps with.
   virtual void reduce_gradients(model::ParameterStore& store) { (void)store; }
+  // The same, non-blocking (the pipelined step): started after the backward, finished
+  // before the optimiser; in between the caller runs work that reads no gradient (the
+  // write-back). finish_reduce returns the seconds it waited.
+  virtual void start_reduce(model::ParameterStore& store) { reduce_gradients(store); }
+  virtual double finish_reduce() { return 0.0; }
   // After the optimiser: the step's writes applied (at an exchange, every rank's, so the
   // replicas agree). Returns the step's global loss.
   virtual double reconcile(const StepWrites& w) = 0;
@@ -150,9 +155,12 @@ class RankedStrategy : public Strategy {
   int ranks() const override { return comm_.size(); }
   void sync_parameters(model::ParameterStore& store) override;
   void reduce_gradients(model::ParameterStore& store) override;
+  void start_reduce(model::ParameterStore& store) override;
+  double finish_reduce() override;
 
  protected:
   explicit RankedStrategy(dist::Communicator& comm) : comm_(comm) {}
+  dist::CommHandle pending_reduce_;
   dist::Communicator& comm_;
 };
 

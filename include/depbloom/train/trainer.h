@@ -186,7 +186,8 @@ class Trainer {
     Stage stage;
     void (Trainer::*run)(StepData&);
   };
-  static const std::array<StageEntry, kStages> kTrainingStages;
+  static const std::array<StageEntry, kStages> kTrainingStages, kPipelinedStages;
+  double reduce_wait_ = 0;  // seconds finishing the non-blocking gradient reductions
   void check_finite(double loss, const StepData& d) const;
 
   EvalResult evaluate(const std::vector<int64_t>& events, uint32_t split_id);
