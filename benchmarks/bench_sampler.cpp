@@ -12,6 +12,9 @@
 #include "depbloom/data/loader.h"
 #include "depbloom/graph/negative_sampler.h"
 #include "depbloom/graph/neighbour_sampler.h"
+#include "depbloom/model/node_state.h"
+#include "depbloom/train/batch_plan.h"
+#include "depbloom/train/step_io.h"
 
 namespace {
 
@@ -144,6 +147,46 @@ void BM_EvalNegatives(benchmark::State& state) {
   state.counters["positives/s"] = benchmark::Counter(static_cast<double>(pass.num_events() - begin),
                                                      benchmark::Counter::kIsIterationInvariantRate);
 }
+
+// The training step's sample stage on the host, as Trainer::sample runs it: the negatives,
+// BatchPlanner's plan (TGN: 10 most recent neighbours on one hop) and BatchStager's inputs
+// from a NodeState of TGN's widths, over every batch of 600 events, one thread. Reports
+// roots and slots per second (the cost model's host_plan_per_s).
+void BM_PlanPass(benchmark::State& state) {
+  const WikiPass& pass = *wiki_pass();
+  omp_set_num_threads(1);
+  RecentSampler sampler(pass.csr, 10, 1);
+  depbloom::train::PlanConfig cfg;
+  cfg.hops = 1;
+  cfg.neighbours = 10;
+  cfg.skip_empty_mailbox = true;
+  depbloom::train::BatchPlanner planner(pass.stream, cfg);
+  depbloom::train::BatchStager stager(cfg, depbloom::DType::f32);
+  depbloom::train::StepArena arena(depbloom::Device::cpu());
+  const depbloom::model::NodeState node_state(pass.stream.num_nodes, 100, 372, 1,
+                                              depbloom::DType::f32, depbloom::Device::cpu());
+  depbloom::train::BatchPlan plan;
+  const TrainNegativeSampler negatives(pass.stream, 1);
+  std::vector<int64_t> events(static_cast<size_t>(pass.num_events()));
+  for (int64_t e = 0; e < pass.num_events(); ++e) events[static_cast<size_t>(e)] = e;
+  std::vector<int32_t> drawn(static_cast<size_t>(kBatchEvents));
+  double planned = 0;
+  for (auto _ : state) {
+    planned = 0;
+    for (int64_t first = 0; first < pass.num_events(); first += kBatchEvents) {
+      const int64_t count = std::min(kBatchEvents, pass.num_events() - first);
+      arena.reset();
+      negatives.sample_events(events.data() + first, count, 1, 0, drawn.data());
+      planner.plan_batch(plan, events.data() + first, count, drawn.data(), 1, 0, &sampler);
+      const depbloom::train::StagedBatch staged = stager.stage(plan, node_state, arena);
+      planned += static_cast<double>(plan.roots() + plan.blocks.hop(0).num_slots());
+      benchmark::DoNotOptimize(staged.in.mem_node.raw());
+    }
+  }
+  state.counters["planned/s"] =
+      benchmark::Counter(planned, benchmark::Counter::kIsIterationInvariantRate);
+}
+BENCHMARK(BM_PlanPass)->Unit(benchmark::kMillisecond)->UseRealTime();
 
 // Args: {threads, hops}. The 1-hop recent pass is the one compared with TGL.
 BENCHMARK(BM_RecentPass)

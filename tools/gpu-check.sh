@@ -10,6 +10,8 @@
 #   - depbloom-train with one NCCL rank, and with two CUDA ranks over MPI next to one rank;
 #   - the CUDA cases of bench_gemm and bench_gru, and TGN, JODIE and APAN trained on WIKI
 #     on the GPU (benchmarks/train_models.sh);
+#   - issue 19: the cost model's TGN WIKI epoch on PROFILE (default h200-nvlink) against
+#     the measured one (docs/cost_model.md);
 #   - issue 15: host waits per training step of a warm depbloom-train run on the GPU (one,
 #     the loss read, is the goal), and the hung-rank check (tests/mpi/rank_hang.sh) with two
 #     CUDA ranks sharing GPU 0 over MPI (and over NCCL where there are two GPUs);
@@ -189,6 +191,22 @@ step bench_gru 90 "$bin/bench_gru" --benchmark_filter=Cuda --benchmark_min_time=
 step train_models 300 env BUILD="$bin" DEVICE=cuda:0 EPOCHS="${EPOCHS:-3}" \
   OUT="$OUT/train_models.json" RUNS="$logs/runs/train_models" \
   MODELS="tgn-wiki jodie-wiki apan-wiki" benchmarks/train_models.sh
+# ---- issue 19: the cost model's single-GPU epoch (h200-nvlink, or PROFILE) against TGN's
+if [[ -f $logs/runs/train_models/tgn-wiki/metrics.jsonl ]]; then
+  "$bin/depbloom-train" --config configs/tgn-wiki.yaml --plan --profile "${PROFILE:-h200-nvlink}" \
+    2>"$logs/cost_model.log" | grep '^{"plan"' >"$logs/cost_model.json"
+  python3 - "$logs/runs/train_models/tgn-wiki/metrics.jsonl" "$logs/cost_model.json" <<'EOF' | tee -a "$summary"
+import json, sys
+ep = [json.loads(l) for l in open(sys.argv[1]) if '"stage_s"' in l]
+model = json.load(open(sys.argv[2]))["plan"]["model"]
+meas = sum(e["train_seconds"] for e in ep) / len(ep)
+pred = model["epoch_seconds"]["serial"]
+stages = ", ".join("%s %.3f/%.3f" % (k, v, sum(e["stage_s"][k] for e in ep) / len(ep))
+                   for k, v in model["stages"].items() if k in ep[0]["stage_s"])
+print("cost model (%s, modelled) TGN WIKI one-GPU epoch %.3f s vs measured %.3f s: %+.0f%%; "
+      "stages modelled/measured s: %s" % (model["profile"], pred, meas, 100 * (pred - meas) / meas, stages))
+EOF
+fi
 # ---- with what is left: compute-sanitizer's memcheck over the op suites ---------------
 sanitizer=$(command -v compute-sanitizer || ls /usr/local/cuda/bin/compute-sanitizer 2>/dev/null)
 if [[ -n $sanitizer ]]; then

@@ -1,7 +1,10 @@
 // Dispatch layer for the BLAS-shaped ops (gemm, batched gemm, bias add and its gradient):
 // entry checks on shapes, dtypes and devices, then the CPU or CUDA implementation.
 // The arithmetic lives in src/backend/cpu and src/backend/cuda.
+#include <atomic>
+
 #include "backend/op_checks.h"
+#include "depbloom/backend/runtime.h"
 
 namespace depbloom::ops {
 namespace {
@@ -41,11 +44,21 @@ void check_gemm_shapes(const char* op, const Tensor& c, const Tensor& a, Trans t
             trans_name(ta), a.str(), trans_name(tb), b.str(), oa.rows, ob.cols);
 }
 
+std::atomic<int64_t> g_gemm_flops{0};
+
+// 2 m n k per product; k is op(a)'s columns.
+void count_gemm(const Tensor& c, const Tensor& a, Trans ta, int first_dim, int64_t products) {
+  const int64_t k = op_dims(a, ta, first_dim).cols;
+  g_gemm_flops.fetch_add(2 * products * c.dim(first_dim) * c.dim(first_dim + 1) * k,
+                         std::memory_order_relaxed);
+}
+
 }  // namespace
 
 void gemm(const Tensor& c, const Tensor& a, Trans ta, const Tensor& b, Trans tb, double alpha,
           double beta) {
   check_gemm_shapes("gemm", c, a, ta, b, tb, 0);
+  count_gemm(c, a, ta, 0, 1);
   DB_DISPATCH_OP(gemm, c.device(), c.dtype(), c, a, ta, b, tb, alpha, beta);
 }
 
@@ -55,6 +68,7 @@ void gemm_batched(const Tensor& c, const Tensor& a, Trans ta, const Tensor& b, T
   check_gemm_shapes(op, c, a, ta, b, tb, 1);
   DB_ASSERT(a.dim(0) == c.dim(0) && b.dim(0) == c.dim(0),
             "{}: batch counts differ: c {}, a {}, b {}", op, c.str(), a.str(), b.str());
+  count_gemm(c, a, ta, 1, c.dim(0));
   DB_DISPATCH_OP(gemm_batched, c.device(), c.dtype(), c, a, ta, b, tb, alpha, beta);
 }
 
@@ -77,3 +91,11 @@ void bias_grad(const Tensor& dbias, const Tensor& dy) {
 }
 
 }  // namespace depbloom::ops
+
+namespace depbloom::backend {
+
+int64_t gemm_flops_issued() {
+  return ops::g_gemm_flops.load(std::memory_order_relaxed);
+}
+
+}  // namespace depbloom::backend

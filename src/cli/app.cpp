@@ -154,7 +154,7 @@ struct CommandLine {
   std::string config_file, data, out, device;
   std::vector<std::string> sets;
   int64_t threads = -1, seed = -1;
-  std::string resume, eval_only;
+  std::string resume, eval_only, profile;
   bool print_config = false, plan = false;
   int64_t ranks = 1;
 };
@@ -174,6 +174,9 @@ void add_flags(CLI::App& app, CommandLine& cl) {
   app.add_flag("--plan", cl.plan,
                "print the window plan and the collectives and bytes one epoch of the strategy "
                "makes over --ranks ranks, then exit without training (one process)");
+  app.add_option("--profile", cl.profile,
+                 "with --plan: model the epoch's time on this device profile (a name in "
+                 "configs/devices, or a YAML path; docs/cost_model.md)");
   app.add_option("--ranks", cl.ranks,
                  "train data-parallel (strategy.name) on this many ranks of this machine: "
                  "starts itself under mpirun")
@@ -294,6 +297,7 @@ int run_train(int argc, char** argv) {
         multi_rank && (env.rank != 0 || std::getenv(dist::kLauncherEnv) != nullptr));
     if (cl.ranks > 1 && env.size != cl.ranks && !cl.plan)
       spdlog::warn("--ranks {} ignored: mpirun started {} ranks", cl.ranks, env.size);
+    if (!cl.profile.empty() && !cl.plan) DB_THROW(usage, "--profile models a --plan: add --plan");
     const OptionRegistry cfg = effective_config(cl);
     if (cl.print_config) {
       std::fputs(cfg.dump_yaml().c_str(), stdout);
@@ -307,6 +311,7 @@ int run_train(int argc, char** argv) {
     if (cl.plan) {  // one process, no communicator, no run folder
       if (multi_rank) DB_THROW(usage, "--plan runs in one process: use --ranks, not mpirun");
       cmd.plan_ranks = static_cast<int>(cl.ranks);
+      cmd.profile = cl.profile;
       return run_train_command(cfg, cmd);
     }
     comm = connect_ranks(cfg, env, multi_rank, cmd);

@@ -8,11 +8,15 @@
 #include <cstdlib>
 #include <limits>
 #include <nlohmann/json.hpp>
+#include <optional>
 
+#include "depbloom/cli/device_profile.h"
 #include "depbloom/core/timer.h"
 #include "depbloom/data/loader.h"
 #include "depbloom/data/split.h"
 #include "depbloom/partition/partition_config.h"
+#include "depbloom/train/cost_model.h"
+#include "depbloom/train/epoch_work.h"
 #include "depbloom/train/fit.h"
 #include "depbloom/train/run_log.h"
 
@@ -59,12 +63,70 @@ std::string stages_text(const train::EpochResult& r) {
                  r.eval_seconds, r.memory_rows, r.refined_rows, r.host_waits);
 }
 
+train::WorkModel work_model(const train::Trainer& trainer) {
+  train::WorkModel wm;
+  wm.model = trainer.config().model;
+  wm.refine_mean = trainer.config().refine_aggregate == train::RefineAggregate::mean;
+  wm.value_bytes = static_cast<int64_t>(dtype_size(trainer.config().dtype));
+  wm.parameters = trainer.parameter_count();
+  return wm;
+}
+
+// The plan's work counts, summed over every rank's steps.
+json work_json(const train::EpochWork& w) {
+  train::StepWork sum;
+  for (const train::StepWork& s : w.work) {
+    sum.events += s.events, sum.memory_rows += s.memory_rows, sum.updated_rows += s.updated_rows;
+    sum.refined_rows += s.refined_rows, sum.refine_terms += s.refine_terms;
+    sum.sampled_slots += s.sampled_slots, sum.written_rows += s.written_rows;
+    sum.written_mails += s.written_mails, sum.urgent_rows += s.urgent_rows;
+  }
+  return {{"events", sum.events},
+          {"memory_rows", sum.memory_rows},
+          {"updated_rows", sum.updated_rows},
+          {"refined_rows", sum.refined_rows},
+          {"refine_terms", sum.refine_terms},
+          {"sampled_slots", sum.sampled_slots},
+          {"written_rows", sum.written_rows},
+          {"written_mails", sum.written_mails},
+          {"urgent_rows", sum.urgent_rows},
+          {"urgent_exchange_share", w.urgent_exchange_share}};
+}
+
+// --profile: the cost model's epoch, every number labelled modelled.
+json model_json(const train::EpochWork& work, const train::WorkModel& wm,
+                const train::DeviceProfile& profile) {
+  const train::CostPrediction m = train::predict_epoch(work, wm, profile);
+  json stages = json::object();
+  for (int i = 0; i < train::kStages; ++i)
+    stages[train::stage_name(static_cast<train::Stage>(i))] =
+        m.stages.seconds[static_cast<size_t>(i)];
+  spdlog::info(
+      "plan (modelled on {}): epoch {:.3f} s serial, {:.3f} s pipelined, bound by {}; "
+      "collectives {:.3f} s",
+      profile.name, m.serial, m.pipelined, train::stage_name(m.bound), m.collectives);
+  return {{"profile", profile.name},
+          {"label", "modelled"},
+          {"stages", stages},
+          {"collectives", m.collectives},
+          {"epoch_seconds", {{"serial", m.serial}, {"pipelined", m.pipelined}}},
+          {"bound", train::stage_name(m.bound)}};
+}
+
 // The log lines of a run: progress within an epoch, each epoch's result, the test.
-// --plan: the strategy's forecast of one training epoch, logged and printed as one JSON
+// --plan: the strategy's forecast of one training epoch (collectives, the plans' work counts
+// and GEMM FLOPs; with --profile the cost model's times), logged and printed as one JSON
 // line whose "comm" object is what metrics.jsonl's will hold (rank 0's).
-void print_plan(train::Trainer& trainer, const train::TrainerConfig& tc, int ranks) {
+void print_plan(train::Trainer& trainer, const train::TrainerConfig& tc, int ranks,
+                const std::optional<train::DeviceProfile>& profile) {
   Stopwatch watch;
-  const train::EpochForecast f = trainer.forecast_epoch(ranks);
+  const train::PlanConfig& pc = trainer.plan_settings();
+  train::EpochWorkCollector collector(ranks, trainer.stream().num_nodes, pc.memory,
+                                      pc.memory && pc.skip_empty_mailbox);
+  const train::EpochForecast f = trainer.forecast_epoch(
+      ranks, [&](int rank, const train::ScheduledStep& step, const train::BatchPlan& plan) {
+        collector.observe(rank, step, plan);
+      });
   train::EpochResult r;
   r.ranks = ranks;
   r.strategy = ranks > 1 ? tc.strategy : "single-device";
@@ -88,20 +150,31 @@ void print_plan(train::Trainer& trainer, const train::TrainerConfig& tc, int ran
   if (ranks > 1)
     spdlog::info("plan: {} node-state exchanges: {} memory rows, {} mails, {:.2f} MB", c.exchanges,
                  c.exchanged_rows, c.exchanged_mails, static_cast<double>(c.exchange_bytes) / 1e6);
-  const json line = {{"plan",
-                      {{"strategy", r.strategy},
-                       {"ranks", ranks},
-                       {"batch_size", tc.batch_size},
-                       {"steps", f.steps},
-                       {"events", f.events},
-                       {"seconds", watch.seconds()},
-                       {"comm", train::comm_json(r)},
-                       {"write_back",
-                        {{"pipeline", tc.pipeline.enabled},
-                         {"horizon", tc.pipeline.horizon},
-                         {"urgent_rows", p.urgent_rows},
-                         {"deferred_rows", p.deferred_rows},
-                         {"sync_rows", p.sync_rows}}}}}};
+  const train::EpochWork work = collector.finish(f.comm);
+  const train::WorkModel wm = work_model(trainer);
+  const train::StepFlops flops = train::epoch_flops(work, wm);
+  json plan = {
+      {"strategy", r.strategy},
+      {"ranks", ranks},
+      {"batch_size", tc.batch_size},
+      {"steps", f.steps},
+      {"events", f.events},
+      {"seconds", watch.seconds()},
+      {"comm", train::comm_json(r)},
+      {"write_back",
+       {{"pipeline", tc.pipeline.enabled},
+        {"horizon", tc.pipeline.horizon},
+        {"urgent_rows", p.urgent_rows},
+        {"deferred_rows", p.deferred_rows},
+        {"sync_rows", p.sync_rows}}},
+      {"work", work_json(work)},
+      {"flops",
+       {{"forward", flops.forward}, {"backward", flops.backward}, {"total", flops.total()}}}};
+  spdlog::info("plan: {:.3f} GFLOP of training GEMMs per epoch over {} ranks ({:.3f} forward)",
+               static_cast<double>(flops.total()) / 1e9, ranks,
+               static_cast<double>(flops.forward) / 1e9);
+  if (profile) plan["model"] = model_json(work, wm, *profile);
+  const json line = {{"plan", plan}};
   std::printf("%s\n", line.dump().c_str());
 }
 
@@ -248,6 +321,8 @@ int run_train_command(const OptionRegistry& cfg, const TrainCommand& cmd) {
   const RunConfig& c = cfg.config();
   train::TrainerConfig tc = trainer_config(c, cmd.device);
   tc.comm = cmd.comm;
+  std::optional<train::DeviceProfile> profile;  // read first: a bad one fails at once
+  if (!cmd.profile.empty()) profile = load_device_profile(cmd.profile);
   Stopwatch watch;
   data::EventStream stream = data::load_events(cmd.data_path, c.load);
   data::keep_first_events(stream, c.data.max_events);
@@ -271,7 +346,7 @@ int run_train_command(const OptionRegistry& cfg, const TrainCommand& cmd) {
     spdlog::info("strategy {} over {} ranks: {}", trainer.strategy().name(),
                  trainer.strategy().ranks(), train::strategy_entry(tc.strategy).summary);
   if (cmd.plan_ranks > 0) {
-    print_plan(trainer, tc, cmd.plan_ranks);
+    print_plan(trainer, tc, cmd.plan_ranks, profile);
     return 0;
   }
   const std::string run_dir = cmd.write_files ? cmd.run_dir : std::string();

@@ -163,7 +163,6 @@ EpochForecast DepbloomStrategy::forecast(const ForecastInput& in) {
     f.comm.add(dist::CollectiveKind::all_reduce, in.parameter_bytes, in.pipeline.enabled);
     f.comm.add(dist::CollectiveKind::all_reduce, 8, false);  // the loss
   }
-  if (!in.memory) return f;
   BatchPlan own;
   f.pipeline =
       forecast_write_back(in, first, true, [&](int64_t i, std::vector<const PlannedWrites*>& out) {
@@ -171,6 +170,7 @@ EpochForecast DepbloomStrategy::forecast(const ForecastInput& in) {
         in.plan(own, first.step(i));
         out.push_back(&own.writes);
       });
+  if (!in.memory && !in.observe) return f;
   // Per window end, summed over the ranks: memory rows, mailed nodes, mails held.
   struct Sizes {
     int64_t rows = 0, nodes = 0, mails = 0;
@@ -180,12 +180,14 @@ EpochForecast DepbloomStrategy::forecast(const ForecastInput& in) {
   std::vector<uint8_t> wrote(n, 0);
   std::vector<int32_t> claims(n, 0), touched;
   BatchPlan bp;
-  for (const Schedule& mine : schedules) {
+  for (int rank = 0; rank < in.ranks; ++rank) {
+    const Schedule& mine = schedules[static_cast<size_t>(rank)];
     size_t end = 0;
     for (int64_t i = 0; i < mine.size(); ++i) {
       const ScheduledStep& step = mine.step(i);
       if (step.count > 0) {
         in.plan(bp, step);
+        if (in.observe) in.observe(rank, step, bp);
         for (const int32_t v : bp.writes.mem_node) wrote[static_cast<size_t>(v)] = 1;
         for (const int32_t v : bp.writes.mail_node)
           if (claims[static_cast<size_t>(v)]++ == 0) touched.push_back(v);
@@ -203,6 +205,7 @@ EpochForecast DepbloomStrategy::forecast(const ForecastInput& in) {
       touched.clear();
     }
   }
+  if (!in.memory) return f;
   const int64_t vb = in.value_bytes;
   for (const Sizes& sz : ends) {
     f.comm.add(dist::CollectiveKind::all_gather, 3 * in.ranks * 8, false);

@@ -120,15 +120,18 @@ EpochForecast StrictStrategy::forecast(const ForecastInput& in) {
     f.counts.local_events += contiguous_part(in.train->data() + begin, count, 0, in.ranks).count;
     f.comm.add(dist::CollectiveKind::all_reduce, in.parameter_bytes, in.pipeline.enabled);
     f.comm.add(dist::CollectiveKind::all_gather, kFields * in.ranks * 8, false);
-    if (!in.memory) continue;
+    if (!in.memory && !in.observe) continue;
     int64_t rows = 0, mails = 0;
     for (int r = 0; r < in.ranks; ++r) {
-      const ScheduledStep part = contiguous_part(in.train->data() + begin, count, r, in.ranks);
+      ScheduledStep part = contiguous_part(in.train->data() + begin, count, r, in.ranks);
       if (part.count == 0) continue;
+      part.index = b, part.sync = SyncPoint::exchange;
       in.plan(bp, part);
+      if (in.observe) in.observe(r, part, bp);
       rows += static_cast<int64_t>(bp.writes.mem_node.size());
       mails += bp.writes.mail_count();
     }
+    if (!in.memory) continue;
     for (const int64_t bytes : {4 * rows, rows * in.memory_dim * vb, rows * vb, 4 * mails,
                                 mails * in.mail_dim * vb, mails * vb})
       f.comm.add(dist::CollectiveKind::all_gather_v, bytes, false);

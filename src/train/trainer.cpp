@@ -157,7 +157,8 @@ const Schedule& Trainer::schedule_epoch() {
   return schedule_;
 }
 
-EpochForecast Trainer::forecast_epoch(int ranks) {
+EpochForecast Trainer::forecast_epoch(
+    int ranks, std::function<void(int, const ScheduledStep&, const BatchPlan&)> observe) {
   ForecastInput in;
   in.ranks = ranks;
   in.stream = &stream_;
@@ -174,17 +175,23 @@ EpochForecast Trainer::forecast_epoch(int ranks) {
   in.memory = plan_cfg_.memory;
   in.plan = [this](BatchPlan& out, const ScheduledStep& step) { plan_step(out, step, 1); };
   in.pipeline = cfg_.pipeline;
+  in.observe = std::move(observe);
   if (ranks > 1) return strategy_entry(cfg_.strategy).forecast(in);
   EpochForecast f;  // one device: its steps, nothing exchanged
   Schedule steps;
   SingleDeviceStrategy().schedule(steps, split_.train, cfg_.batch_size, cfg_.max_batches);
-  for (int64_t i = 0; i < steps.size(); ++i) f.steps += 1, f.events += steps.step(i).count;
-  BatchPlan own;
+  BatchPlan plan;
+  for (int64_t i = 0; i < steps.size(); ++i) {
+    f.steps += 1, f.events += steps.step(i).count;
+    if (!in.observe) continue;
+    in.plan(plan, steps.step(i));
+    in.observe(0, steps.step(i), plan);
+  }
   f.pipeline =
       forecast_write_back(in, steps, false, [&](int64_t i, std::vector<const PlannedWrites*>& out) {
         if (steps.step(i).count == 0) return;
-        in.plan(own, steps.step(i));
-        out.push_back(&own.writes);
+        in.plan(plan, steps.step(i));
+        out.push_back(&plan.writes);
       });
   return f;
 }

@@ -30,6 +30,10 @@ void synchronize(int device = 0);
 // training step, where one (the loss read) is the goal. 0 on the CPU.
 int64_t host_waits();
 
+// GEMM FLOPs (2 m n k per product) that ops::gemm and ops::gemm_batched were asked for so
+// far, all threads and devices: what the cost model's exact counts are checked against.
+int64_t gemm_flops_issued();
+
 // A point in the calling thread's stream of a GPU, so that the host can later make sure the
 // stream has passed it (say, before reusing pinned memory that copies queued before it
 // read). Move-only; no-ops on the CPU.

@@ -23,6 +23,8 @@ struct TrainCommand {
   bool write_files = true;
   // --plan: print what an epoch over this many ranks will exchange, and train nothing.
   int plan_ranks = 0;
+  // --plan --profile: the device profile (configs/devices name or path) the cost model uses.
+  std::string profile;
 };
 
 // The trainer settings a config asks for; config errors name the key. Checks that depend

@@ -74,6 +74,9 @@ struct ForecastInput {
   bool memory = true;  // false: the model keeps no node state (nothing is exchanged)
   std::function<void(BatchPlan&, const ScheduledStep&)> plan;
   PipelineConfig pipeline;  // the write-back's split (rank 0's)
+  // When set, every rank's every non-empty step is planned (with or without memory) and
+  // handed here with its rank (the cost model's counts, epoch_work.h).
+  std::function<void(int rank, const ScheduledStep&, const BatchPlan&)> observe;
 };
 
 // The write-back's counts of rank 0 stepping through `mine` and applying applied(i)'s writes

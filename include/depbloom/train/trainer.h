@@ -126,7 +126,9 @@ class Trainer {
   // What one training epoch of this config's strategy over `ranks` ranks will exchange: its
   // collectives and accounting, from the planned steps of every rank (no training, no
   // communicator; negatives and neighbours as epoch 1 draws them). One rank: no collectives.
-  EpochForecast forecast_epoch(int ranks);
+  // `observe` (ForecastInput::observe) gets every rank's planned steps.
+  EpochForecast forecast_epoch(
+      int ranks, std::function<void(int, const ScheduledStep&, const BatchPlan&)> observe = {});
   // This rank's steps of an epoch, as run_epoch runs them (the lookahead's source).
   const Schedule& schedule_epoch();
   // One training step: the stages of step.h in order, negatives and dropout drawn for
@@ -159,6 +161,8 @@ class Trainer {
   void load(const Checkpoint& ckpt);  // data error naming the file when it does not fit
 
   const TrainerConfig& config() const { return cfg_; }
+  const PlanConfig& plan_settings() const { return plan_cfg_; }
+  const data::EventStream& stream() const { return stream_; }
   const Strategy& strategy() const { return *strategy_; }
   const std::vector<double>& loss_trace() const { return loss_trace_; }
   model::ParameterStore& parameters() { return *store_; }

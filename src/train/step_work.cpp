@@ -1,0 +1,260 @@
+// The stage work of a step, layer by layer, as src/model/*.cpp make it: every GEMM shape
+// (m, n, k) in the order the layers call ops::gemm, forward and backward (only the input
+// gradients the model asks for), the bytes of the other ops and the op calls. The GEMM
+// shapes are exact; bytes and op calls are estimates of the layers' element-wise work.
+#include "depbloom/train/step_work.h"
+
+namespace depbloom::train {
+namespace {
+
+using model::AttentionStyle;
+using model::EmbeddingKind;
+using model::MemoryKind;
+
+// Collects a layer's work into the forward stage and the backward.
+struct Sink {
+  StageWork& fwd;
+  StageWork& bwd;
+  void f(int64_t m, int64_t n, int64_t k, int64_t count = 1) { add(fwd, m, n, k, count); }
+  void b(int64_t m, int64_t n, int64_t k, int64_t count = 1) { add(bwd, m, n, k, count); }
+  static void add(StageWork& s, int64_t m, int64_t n, int64_t k, int64_t count) {
+    if (m > 0 && n > 0 && k > 0 && count > 0) s.gemms.push_back({m, n, k, count});
+  }
+  // y = x W^T (+ b): forward [rows, out] from [rows, in]; backward dW always, dx if wanted.
+  void linear(int64_t rows, int64_t in, int64_t out, bool want_dx) {
+    f(rows, out, in);
+    b(out, in, rows);
+    if (want_dx) b(rows, in, out);
+  }
+};
+
+// RecurrentMemoryUpdater (GRU / RNN) over n rows: two input GEMMs, and backward both
+// weight gradients and the time encoding's share of the input gradient (the mail, stored
+// state, needs none).
+void recurrent_memory(Sink& s, const model::TgnnConfig& c, int64_t n, double vb) {
+  const int64_t g = (c.memory == MemoryKind::gru ? 3 : 1) * c.d_mem, d = c.d_mem;
+  const int64_t in = c.d_mail() + c.d_mem_time;
+  s.f(n, g, in);
+  s.f(n, g, d);
+  s.b(g, in, n);
+  s.b(g, d, n);
+  s.b(n, c.d_mem_time, g);
+  const int64_t cell = c.memory == MemoryKind::gru ? 4 * d : 0;
+  s.fwd.bytes += vb * static_cast<double>(n * (c.d_mem_time + 2 * in + 4 * g + 3 * d + cell + 2));
+  s.bwd.bytes += vb * static_cast<double>(n * (2 * in + 4 * g + 3 * d + cell + 2 * c.d_mem_time));
+  s.fwd.ops += 10;
+  s.bwd.ops += 8;
+}
+
+// ApanMemoryUpdater over n rows of S mail slots: Q from the memory, K and V from [mail ||
+// te(dt)], the output layer; dt = t 1^T - mail_ts is a rank-1 GEMM.
+void apan_memory(Sink& s, const model::TgnnConfig& c, int64_t n, double vb) {
+  const int64_t d = c.d_mem, slots = c.mailbox, rows = n * slots;
+  const int64_t kv = c.d_mail() + c.d_mem_time;
+  s.f(n, d, d);
+  if (c.d_mem_time > 0) s.f(n, slots, 1);
+  s.f(rows, d, kv, 2);
+  s.f(n, d, d);
+  s.b(d, d, n), s.b(n, d, d);  // output layer
+  s.b(d, d, n), s.b(n, d, d);  // query (its input gradient feeds the memory's)
+  s.b(d, kv, rows, 2);         // key and value weights
+  if (c.d_mem_time > 0) s.b(rows, kv, d, 2);
+  const double io = static_cast<double>(n * d * 14 + rows * (c.d_mem_time + 2 * kv + 6 * d));
+  s.fwd.bytes += vb * io;
+  s.bwd.bytes += 2 * vb * io;
+  s.fwd.ops += 18;
+  s.bwd.ops += 22;
+}
+
+// TemporalAttentionLayer i over hop j: r roots of k slots; layer 0 may read its neighbours
+// as rows of the `table` updated rows (table mode).
+void attention_layer(Sink& s, const model::TgnnConfig& c, int layer, int64_t r, bool table,
+                     int64_t table_rows, bool want_inputs, double vb) {
+  const int64_t k = c.neighbours, n = r * k;
+  const int64_t d_in = layer == 0 ? c.d_input() : c.d_emb, d_time = c.d_gnn_time;
+  const int64_t q_in = d_in + d_time, kv_in = d_in + c.d_edge + d_time, rest = c.d_edge + d_time;
+  const bool tgn = c.attention_style == AttentionStyle::tgn;
+  const int64_t a = tgn ? (q_in + c.heads - 1) / c.heads * c.heads : c.d_emb;
+  const int64_t o_in = a + d_in, d_out = c.d_emb;
+  s.f(r, a, q_in);
+  if (table) {
+    s.f(table_rows, a, d_in, 2);
+    s.f(n, a, rest, 2);
+  } else {
+    s.f(n, a, kv_in, 2);
+  }
+  if (tgn) {
+    s.f(r, a, a);
+    s.f(r, d_in, o_in);
+    s.f(r, d_out, d_in);
+    s.b(d_out, d_in, r), s.b(r, d_in, d_out);  // w_2
+    s.b(d_in, o_in, r), s.b(r, o_in, d_in);    // w_1
+    s.b(a, a, r), s.b(r, a, a);                // w_p
+  } else {
+    s.f(r, d_out, o_in);
+    s.b(d_out, o_in, r), s.b(r, o_in, d_out);  // w_o
+  }
+  s.b(a, q_in, r), s.b(r, q_in, a);  // query
+  if (table) {
+    s.b(a, d_in, table_rows, 2);  // dW of the table's columns, from the per-row sums
+    s.b(a, rest, n, 2);           // dW of [e || te]
+    if (want_inputs) s.b(table_rows, d_in, a, 2);
+    s.b(n, d_time, a, 2);
+  } else {
+    s.b(a, kv_in, n, 2);
+    if (want_inputs) s.b(n, d_in, a, 2);
+    s.b(n, d_time, a, 2);
+  }
+  const int64_t kv_bytes =
+      table ? table_rows * a * 2 + n * (rest * 2 + a * 6) : n * (kv_in * 2 + a * 4);
+  const double io = static_cast<double>(r * (d_in * 2 + q_in * 2 + a * 6 + o_in * 2 + d_out * 4) +
+                                        n * (c.d_edge * 2 + d_time + a * 2 + c.heads) + kv_bytes);
+  s.fwd.bytes += vb * io;
+  s.bwd.bytes += 2 * vb * io;
+  s.fwd.ops += table ? 29 : 25;
+  s.bwd.ops += table ? 46 : 36;
+}
+
+// The embedding of (2+K)B roots: L attention layers over sampled hops, JODIE's projection,
+// or the identity (a gather).
+void embedding(Sink& s, const model::TgnnConfig& c, int64_t roots, int64_t updated_rows,
+               double vb) {
+  const bool memory = c.memory != MemoryKind::none;
+  if (c.embedding == EmbeddingKind::identity) {
+    s.fwd.bytes += vb * static_cast<double>(roots * c.d_input() * 2);
+    s.bwd.bytes += vb * static_cast<double>(roots * c.d_input() * 2);
+    s.fwd.ops += 1, s.bwd.ops += 1;
+    return;
+  }
+  if (c.embedding == EmbeddingKind::jodie) {
+    s.f(roots, c.d_mem, 1);
+    s.b(c.d_mem, 1, roots);
+    s.fwd.bytes += vb * static_cast<double>(roots * c.d_mem * 6 + updated_rows * 4);
+    s.bwd.bytes += vb * static_cast<double>(roots * c.d_mem * 6);
+    s.fwd.ops += 10, s.bwd.ops += 6;
+    return;
+  }
+  const int64_t k = c.neighbours;
+  auto hop_roots = [&](int hop) {
+    int64_t r = roots;
+    for (int j = 0; j < hop; ++j) r *= k;
+    return r;
+  };
+  for (int i = 0; i < c.layers; ++i)
+    for (int j = 0; j < c.layers - i; ++j) {
+      bool table = false;
+      if (i == 0)
+        table = c.neighbour_reads == model::NeighbourReads::automatic
+                    ? updated_rows < hop_roots(j) * k
+                    : c.neighbour_reads == model::NeighbourReads::table;
+      attention_layer(s, c, i, hop_roots(j), table, updated_rows, i > 0 || memory, vb);
+    }
+}
+
+// MemoryRefiner over R copies from T terms: gate, fc1, fc2; `mean` weights each term by a
+// batched [1, 1] x [1, d_mail] product, forward and backward.
+void refiner(Sink& s, const model::TgnnConfig& c, int64_t r, int64_t t, bool mean, double vb) {
+  const int64_t d = c.d_mem, h = c.refine_hidden, in = d + c.d_mail() + c.d_mem_time;
+  s.f(r, d, in);                 // gate
+  s.f(r, h, in);                 // fc1
+  s.f(r, d, h);                  // fc2
+  s.b(d, h, r), s.b(r, h, d);    // fc2
+  s.b(d, in, r), s.b(r, in, d);  // gate
+  s.b(h, in, r), s.b(r, in, h);  // fc1 (its input gradient added by one more GEMM)
+  if (mean) s.f(1, c.d_mail(), 1, t), s.b(1, c.d_mail(), 1, t);
+  const double io =
+      static_cast<double>(r * (d * 12 + in * 2 + h * 4 + c.d_mail() * 2) + t * c.d_mail() * 4);
+  s.fwd.bytes += vb * io;
+  s.bwd.bytes += 2 * vb * io;
+  s.fwd.ops += 18, s.bwd.ops += 20;
+}
+
+// TGL's edge predictor over B sources and (1+K)B destinations, then the loss.
+void predictor(Sink& s, const model::TgnnConfig& c, int64_t batch, int64_t pairs, double vb) {
+  const int64_t dim = c.d_out();
+  s.linear(batch, dim, dim, true);  // src_fc
+  s.linear(pairs, dim, dim, true);  // dst_fc
+  s.linear(pairs, dim, 1, true);    // out_fc
+  const double io = static_cast<double>(pairs * dim * 8 + batch * dim * 2 + pairs * 6);
+  s.fwd.bytes += vb * io;
+  s.bwd.bytes += 2 * vb * io;
+  s.fwd.ops += 12, s.bwd.ops += 12;
+}
+
+}  // namespace
+
+int64_t StageWork::flops() const {
+  int64_t total = 0;
+  for (const GemmShape& g : gemms) total += gemm_flops(g);
+  return total;
+}
+
+void step_stage_work(StepStageWork& out, const WorkModel& wm, const StepWork& step) {
+  for (StageWork& s : out) s = StageWork{};
+  const model::TgnnConfig& c = wm.model;
+  const auto vb = static_cast<double>(wm.value_bytes);
+  auto at = [&](Stage st) -> StageWork& { return out[static_cast<size_t>(st)]; };
+  // The optimiser steps every parameter even after an empty step (Adam's moments, then the
+  // gradients zeroed).
+  at(Stage::optimise).bytes = vb * static_cast<double>(wm.parameters * 8);
+  at(Stage::optimise).ops = 2;
+  at(Stage::reduce).ops = 1;
+  if (step.events == 0) return;
+  const bool memory = c.memory != MemoryKind::none;
+  const int64_t b = step.events, roots = (2 + step.negatives) * b;
+  const int64_t pairs = (1 + step.negatives) * b, u = step.memory_rows;
+  const int64_t d_mail = c.d_mail(), slots = c.mailbox;
+
+  // Host: planned roots and slots, staged inputs copied to the device.
+  StageWork& sample = at(Stage::sample);
+  sample.bytes = static_cast<double>(
+      u * (4 + wm.value_bytes) + roots * 4 + step.sampled_slots * (13 + wm.value_bytes) +
+      step.refined_rows * (4 + wm.value_bytes) + step.refine_terms * 20);
+  sample.ops = 16;
+  if (memory) {
+    at(Stage::gather).bytes =
+        vb * static_cast<double>(u * (c.d_mem + 1 + slots * (d_mail + 1)) * 2);
+    at(Stage::gather).ops = 4;
+  }
+  Sink mem{at(Stage::memory_update), at(Stage::backward)};
+  const int64_t n = step.updated_rows;
+  if (memory) mem.fwd.bytes += vb * static_cast<double>((u - n) * c.d_mem * 2);
+  if (memory && n > 0) {
+    if (c.memory == MemoryKind::transformer) {
+      apan_memory(mem, c, n, vb);
+    } else {
+      recurrent_memory(mem, c, n, vb);
+    }
+  }
+  mem.fwd.ops += 1;
+  if (step.refined_rows > 0) {
+    Sink ref{at(Stage::refine), at(Stage::backward)};
+    refiner(ref, c, step.refined_rows, step.refine_terms, wm.refine_mean, vb);
+  }
+  Sink emb{at(Stage::embed), at(Stage::backward)};
+  embedding(emb, c, roots, u + step.refined_rows, vb);
+  Sink loss{at(Stage::loss), at(Stage::backward)};
+  predictor(loss, c, b, pairs, vb);
+  if (memory) {
+    StageWork& wb = at(Stage::write_back);
+    const int64_t rows = step.written_rows + step.applied_rows;
+    const int64_t mails = step.written_mails + step.applied_mails;
+    wb.bytes = vb * static_cast<double>(rows * (c.d_mem + 1) * 2 + mails * (d_mail + 1) * 2);
+    wb.ops = 12;
+  }
+}
+
+StepFlops step_flops(const StepStageWork& work) {
+  StepFlops f;
+  for (int i = 0; i < kStages; ++i) {
+    const int64_t x = work[static_cast<size_t>(i)].flops();
+    if (static_cast<Stage>(i) == Stage::backward) {
+      f.backward += x;
+    } else {
+      f.forward += x;
+    }
+  }
+  return f;
+}
+
+}  // namespace depbloom::train
