@@ -9,19 +9,24 @@
 # dataset, batch, epochs) m is chosen on mean validation AP (never test AP) and set against
 # m = 1 and batch 600. All into one JSON file, and Markdown tables on stdout.
 #
-#   benchmarks/refine.sh [--smoke | --quick] [--seeds N] [--out FILE] [--work DIR]
-#                        [--aggregate last|mean]
+#   benchmarks/refine.sh [--smoke | --quick | --acceptance] [--no-equal-steps] [--seeds N]
+#                        [--out FILE] [--work DIR] [--aggregate last|mean]
+#                        [--coherence W] [--coherence-sample S]
 #
-#   --smoke      TGN WIKI, first 20,000 events, 1 epoch, 1 seed, batch 2400, m = 1, 4
-#                (about a minute on 2 cores)
-#   --quick      TGN WIKI, 3 epochs, 1 seed: batch 600 (m = 1), batch 4800 (m = 1, 4)
-#   --seeds N    run.seed 0 .. N-1 for every cell, the same seeds in every cell (default 3)
-#   --out FILE   default benchmarks/results/refine.json
-#   --work DIR   run folders (DIR/<time>/), default runs/refine (REDDIT: data/synth/reddit)
-#   --aggregate  refine.aggregate for the m > 1 runs (default last)
+#   --smoke       TGN WIKI, first 20,000 events, 1 epoch, 1 seed, batch 2400, m = 1, 4
+#                 (about a minute on 2 cores)
+#   --quick       TGN WIKI, 3 epochs, 1 seed: batch 600 (m = 1), batch 4800 (m = 1, 4)
+#   --acceptance  issue 17's acceptance: TGN WIKI, 3 epochs, 3 seeds: batch 600 (m = 1),
+#                 batch 4800 (m = 1, 4, 8), and batch 4800 for 24 epochs (m = 1, 4, 8)
+#   --no-equal-steps  leave out the 8x-epochs runs
+#   --seeds N     run.seed 0 .. N-1 for every cell, the same seeds in every cell (default 3)
+#   --out FILE    default benchmarks/results/refine.json
+#   --work DIR    run folders (DIR/<time>/), default runs/refine (REDDIT: data/synth/reddit)
+#   --aggregate   refine.aggregate for the m > 1 runs (default last)
+#   --coherence W refine.coherence_weight for the m > 1 runs (default 0: off)
+#   --coherence-sample S  refine.coherence_sample (default 0.1)
 # Environment: DEPBLOOM_TRAIN, DEPBLOOM_DATA (default build-dev/depbloom-{train,data}).
-# JODIE refuses m > 1 (its projection is not refined yet): those cells are recorded as not
-# applicable, not run. A failed run is recorded with its exit code; the script exits 1.
+# A failed run is recorded with its exit code; the script exits 1.
 set -euo pipefail
 
 here=$(pwd)
@@ -31,21 +36,27 @@ source "$root/benchmarks/bench_common.sh"
 
 pairs="tgn:wiki jodie:wiki apan:wiki tgn:reddit" cells="600:1 2400:1 2400:4 2400:8 4800:1 4800:4 4800:8"
 steps_pairs="tgn:wiki" epochs=3 seeds=3 seeds_opt="" max_events=0 aggregate=last
+coherence=0 coherence_sample=0.1 equal_steps=1
 out=$root/benchmarks/results/refine.json work=$root/runs/refine
 while [[ $# -gt 0 ]]; do
   case $1 in
     --smoke) pairs=tgn:wiki cells="2400:1 2400:4" steps_pairs="" epochs=1 seeds=1 max_events=20000 ;;
     --quick) pairs=tgn:wiki cells="600:1 4800:1 4800:4" steps_pairs="" seeds=1 ;;
+    --acceptance) pairs=tgn:wiki cells="600:1 4800:1 4800:4 4800:8" steps_pairs=tgn:wiki seeds=3 ;;
+    --no-equal-steps) equal_steps=0 ;;
+    --coherence) coherence=$2; shift ;;
+    --coherence-sample) coherence_sample=$2; shift ;;
     --seeds) seeds_opt=$2; shift ;;
     --out) out=$(absolute "$2"); shift ;;
     --work) work=$(absolute "$2"); shift ;;
     --aggregate) aggregate=$2; shift ;;
-    -h|--help) sed -n '2,24p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,30p' "$0"; exit 0 ;;
     *) echo "unknown option $1 (see --help)" >&2; exit 2 ;;
   esac
   shift
 done
 seeds=${seeds_opt:-$seeds}  # --seeds wins over --smoke/--quick, whatever the order
+((equal_steps)) || steps_pairs=""
 
 train=$(absolute "${DEPBLOOM_TRAIN:-$root/build-dev/depbloom-train}")
 data_tool=$(absolute "${DEPBLOOM_DATA:-$root/build-dev/depbloom-data}")
@@ -68,16 +79,13 @@ status=0
 run() {
   local model=$1 dataset=$2 data=$3 batch=$4 m=$5 ep=$6 seed=$7 rc=0
   local dir=$runs/$model-$dataset-b$batch-m$m-e$ep-s$seed
-  if [[ $model == jodie && $m -gt 1 ]]; then  # a config error (exit 2) today: not run
-    printf '%s\t%s\t%s\t%s\t%s\t%s\t-\tna\n' "$model" "$dataset" "$batch" "$m" "$ep" "$seed" >>"$manifest"
-    return
-  fi
   mkdir -p "$dir"
   log "$model $dataset batch $batch m=$m, $ep epoch(s), seed $seed into $dir"
   # The final test reloads the best epoch from memory (train/fit.cpp), so no checkpoints.
   "$train" --config "configs/$model-wiki.yaml" --data "$data" --device cpu --threads "$cores" \
     --seed "$seed" --set "train.batch_size=$batch" --set "refine.micro_batches=$m" \
-    --set "refine.aggregate=$aggregate" --set "train.epoch=$ep" --set train.patience=0 \
+    --set "refine.aggregate=$aggregate" --set "refine.coherence_weight=$([[ $m -gt 1 ]] && echo "$coherence" || echo 0)" \
+    --set "refine.coherence_sample=$coherence_sample" --set "train.epoch=$ep" --set train.patience=0 \
     --set "data.max_events=$max_events" --set run.checkpoint=false --set run.progress=false \
     --out "$dir" >"$dir/train.log" 2>&1 || rc=$?
   [[ $rc -eq 0 ]] || { log "failed with exit code $rc (see $dir/train.log)"; status=1; }
@@ -98,14 +106,15 @@ for pair in $pairs; do
   done
 done
 
-PYTHONPATH="$root/benchmarks" python3 - "$out" "$manifest" "$epochs" "$max_events" "$cores" "$aggregate" <<'EOF'
+PYTHONPATH="$root/benchmarks" python3 - "$out" "$manifest" "$epochs" "$max_events" "$cores" "$aggregate" \
+  "$coherence" "$coherence_sample" <<'EOF'
 import datetime, statistics, sys
 from bench_metrics import commit, run_device, run_metrics, write_json
 
 out, manifest = sys.argv[1:3]
 epochs, max_events, cores = map(int, sys.argv[3:6])
 aggregate = sys.argv[6]
-NA = "not applicable (JODIE refinement not in yet)"
+coherence, coherence_sample = map(float, sys.argv[7:9])
 
 def cpu_model():
     for line in open("/proc/cpuinfo"):
@@ -114,10 +123,9 @@ def cpu_model():
 
 def summarise(model, dataset, batch, m, ep, seed, run, rc):
     e = {"model": model, "dataset": dataset, "batch_size": batch, "micro_batches": m,
-         "aggregate": aggregate if m > 1 else None, "epochs": ep, "seed": seed,
-         "run_dir": None if run == "-" else run, "exit_code": None if rc == "na" else int(rc)}
-    if rc == "na":
-        return dict(e, status=NA)
+         "aggregate": aggregate if m > 1 else None,
+         "coherence_weight": coherence if m > 1 else 0.0, "epochs": ep, "seed": seed,
+         "run_dir": run, "exit_code": int(rc)}
     dev = run_device(run)
     if dev:
         e["device"], e["cpu_threads"] = dev
@@ -141,7 +149,8 @@ def summarise(model, dataset, batch, m, ep, seed, run, rc):
         # Refined copies are per (row, micro-batch): a row read in several can count twice.
         "refined_share": statistics.fmean(r / u if u else 0.0 for r, u in zip(refined, rows)),
         "refine_seconds": per(lambda l: l["stage_s"].get("refine", 0.0)),
-        "final_loss": ep_lines[-1]["loss"]})
+        "final_loss": ep_lines[-1]["loss"],
+        "final_coherence_loss": ep_lines[-1].get("coherence_loss")})
     return e
 
 runs = []
@@ -160,8 +169,6 @@ for r in runs:
 APS = ("test_ap_batch_mean", "test_new_nodes_ap_batch_mean")
 
 def cell(rs):
-    if all(r.get("status") == NA for r in rs):
-        return {"status": NA}
     c = {k: avg(r.get(k) for r in rs) for k in ("best_val_ap_batch_mean", *APS, "events_per_s", "refined_share")}
     c["refine_seconds_per_epoch"] = avg(avg(r.get("refine_seconds") or []) for r in rs)
     c["seeds"] = sum(r.get("test_ap_batch_mean") is not None for r in rs)
@@ -200,6 +207,7 @@ write_json(out, {
     "machine": {"nproc": cores, "cpu_model": cpu_model()},
     "generated": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
     "epochs": epochs, "max_events": max_events, "aggregate": aggregate,
+    "coherence_weight": coherence, "coherence_sample": coherence_sample,
     "runs": runs, "summary": summary}, "refine")
 
 f = lambda x, n=4: "-" if x is None else f"{x:.{n}f}"
@@ -213,9 +221,6 @@ for key, sg in summary.items():
         b, ep = g[5:].split("_epochs")
         for m, c in s["by_m"].items():
             lead = f"| {key.replace('/', ' | ')} | {b} | {ep} | {m}{' *' if s.get('chosen_m') == int(m) else ''} "
-            if c.get("status"):
-                print(lead + f"| {c['status']} |" + " |" * 6)
-                continue
             print(lead + f"| {c['seeds']} | {f(c['best_val_ap_batch_mean'])} | {f(c['test_ap_batch_mean'])} "
                   f"| {f(c['test_new_nodes_ap_batch_mean'])} | {f(c['events_per_s'], 0)} "
                   f"| {f(c['refined_share'], 3)} | {f(c['refine_seconds_per_epoch'], 2)} |")

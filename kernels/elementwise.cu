@@ -1,5 +1,5 @@
-// Element-wise kernels: fill, axpy, scale, bias add, activations, dropout, time encoding
-// forward and the BCE gradient. One thread per element in grid-stride loops; float math
+// Element-wise kernels: fill, axpy, scale, row scaling, bias add, activations, dropout, time
+// encoding forward and the BCE gradient. One thread per element in grid-stride loops; float math
 // with the accurate expf/tanhf/cosf (never the __ intrinsics) so results track the CPU.
 #include "elementwise.cuh"
 
@@ -45,6 +45,12 @@ template <class I>
 __global__ void bias_add_kernel(float* y, const float* bias, I n, I cols) {
   for (I i = static_cast<I>(global_thread()); i < n; i += static_cast<I>(grid_threads()))
     y[i] += bias[i % cols];
+}
+
+template <class I>
+__global__ void scale_rows_kernel(float* out, const float* x, const float* weight, I n, I cols) {
+  for (I i = static_cast<I>(global_thread()); i < n; i += static_cast<I>(grid_threads()))
+    out[i] = x[i] * weight[i / cols];
 }
 
 __device__ __forceinline__ float sigmoid(float x) {
@@ -199,6 +205,18 @@ cudaError_t bias_add(float* y, const float* bias, int64_t rows, int64_t cols, cu
     using I = decltype(index);
     bias_add_kernel<<<grid_for(n), kBlock, 0, stream>>>(y, bias, static_cast<I>(n),
                                                         static_cast<I>(cols));
+    return cudaGetLastError();
+  });
+}
+
+cudaError_t scale_rows(float* out, const float* x, const float* weight, int64_t rows, int64_t cols,
+                       cudaStream_t stream) {
+  if (rows <= 0 || cols <= 0) return cudaSuccess;
+  const int64_t n = rows * cols;
+  return with_index_type(n, [&](auto index) {
+    using I = decltype(index);
+    scale_rows_kernel<<<grid_for(n), kBlock, 0, stream>>>(out, x, weight, static_cast<I>(n),
+                                                          static_cast<I>(cols));
     return cudaGetLastError();
   });
 }

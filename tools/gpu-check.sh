@@ -211,7 +211,7 @@ fi
 sanitizer=$(command -v compute-sanitizer || ls /usr/local/cuda/bin/compute-sanitizer 2>/dev/null)
 if [[ -n $sanitizer ]]; then
   step memcheck 150 "$sanitizer" --tool memcheck --error-exitcode 1 "$bin/test_gpu" \
-    --gtest_filter='GpuRows.*:GpuAttention.*:GpuDense.*:GpuMul.*:GpuEdges.*:GpuRefiner.*'
+    --gtest_filter='GpuRows.*:GpuAttention.*:GpuDense.*:GpuMul.*:GpuScaleRows.*:GpuEdges.*:GpuRefiner.*'
 fi
 pack
 note "total: $SECONDS s"

@@ -110,6 +110,16 @@ void mul(const Tensor& out, const Tensor& a, const Tensor& b) {
   DB_DISPATCH_OP(mul, a.device(), a.dtype(), out, a, b);
 }
 
+void scale_rows(const Tensor& out, const Tensor& x, const Tensor& weight) {
+  const char* op = "scale_rows";
+  detail::common_device(op, out, x, weight);
+  detail::require_float(op, "x", x);
+  DB_ASSERT(x.rank() == 2, "{}: x must be [R, W], got {}", op, x.str());
+  detail::require_like(op, "out", out, "x", x);
+  detail::require_vector(op, "weight", weight, x.dim(0), "x", x);
+  DB_DISPATCH_OP(scale_rows, x.device(), x.dtype(), out, x, weight);
+}
+
 void scale(const Tensor& x, double alpha) {
   const char* op = "scale";
   detail::common_device(op, x);

@@ -180,6 +180,14 @@ void declare_gnn_train(OptionRegistry& r) {
          1);
   r.bind("refine.aggregate", FIELD(trainer.refine_aggregate), kRefineAggregates,
          "how a row's earlier in-batch messages combine: the latest, or their mean");
+  r.bind("refine.coherence_weight", FIELD(trainer.model.coherence_weight),
+         "weight of the coherence loss: the mean squared distance between a refined row and "
+         "what the updater gives when it applies the row's earlier in-batch messages in order "
+         "(a constant target), added to the training loss (0: off; no effect with one "
+         "micro-batch)");
+  r.bind("refine.coherence_sample", FIELD(trainer.refine_coherence_sample),
+         "share of the refined rows the coherence loss is computed on, drawn per row with the "
+         "event-keyed random numbers (in (0, 1])");
 
   // Critical-path pipelining (DESIGN.md 7.3, docs/strategies.md).
   r.bind("pipeline.enabled", FIELD(trainer.pipeline.enabled),

@@ -268,7 +268,8 @@ const char* model_field_key(const std::string& field) {
       {"mail_dt_at_event", "memory.mail_time"},
       {"mailbox", "memory.mailbox_size"},
       {"refine", "refine.micro_batches"},
-      {"refine_hidden", "refine.hidden"}};
+      {"refine_hidden", "refine.hidden"},
+      {"coherence_weight", "refine.coherence_weight"}};
   for (const auto& [f, key] : keys)
     if (field == f) return key;
   DB_THROW(runtime, "TgnnConfig.{} has no config key", field);
@@ -312,6 +313,8 @@ train::TrainerConfig trainer_config(const RunConfig& c, Device device) {
   partition::check_partition_config(t.partition);  // refused at start, not when first used
   t.device = device;
   m.refine = t.refine_micro_batches > 1;
+  require(t.refine_coherence_sample > 0 && t.refine_coherence_sample <= 1,
+          "refine.coherence_sample", "must be in (0, 1]");
   if (auto problem = model::find_problem(m))
     DB_THROW(config, "{}: {}", model_field_key(problem->field), problem->why);
   return t;

@@ -30,7 +30,9 @@ class IdentityEmbedding final : public EmbeddingPart {
   Tensor root_row_;
 };
 
-// JODIE: h = s * (1 + w dt' + b), dt' = (t - t_last) / (t + 1) (TGL) or standardised.
+// JODIE: h = s * (1 + w dt' + b), dt' = (t - t_last) / (t + 1) (TGL) or standardised. A
+// refined copy (rows [U, U + R)) is read at its base row's time t, and its memory is as of
+// its node's latest earlier in-batch event: t_last is that event's time (in.refine_dt).
 class JodieEmbedding final : public EmbeddingPart {
  public:
   JodieEmbedding(ParameterStore& store, const TgnnConfig& cfg)
@@ -39,22 +41,32 @@ class JodieEmbedding final : public EmbeddingPart {
   void forward(const Tensor& emb, const TgnnInputs& in, const Tensor& updated,
                const MemoryRows& rows, const Tensor&, bool, Arena& arena) override {
     const DType dtype = updated.dtype();
-    const int64_t u = updated.dim(0), roots = in.root_row.numel();
+    const int64_t total = updated.dim(0), u = in.mem_time.numel(), roots = in.root_row.numel();
+    DB_ASSERT(total == u || (in.refine_dt.defined() && total == u + in.refine_dt.numel()),
+              "jodie: {} input rows for {} memory rows and {} refined copies", total, u,
+              in.refine_dt.defined() ? in.refine_dt.numel() : 0);
     Tensor h0 = arena.alloc(dtype, Shape(roots, cfg_.d_mem));
     ops::gather_rows(h0, updated, in.root_row);
-    Tensor dt_rows = arena.alloc(dtype, Shape(u));
-    ops::copy(dt_rows, in.mem_time);
-    ops::axpy(dt_rows, -1.0, rows.last_update);
+    Tensor dt_rows = arena.alloc(dtype, Shape(total));
+    ops::copy(dt_rows.rows(0, u), in.mem_time);
+    ops::axpy(dt_rows.rows(0, u), -1.0, rows.last_update);
+    if (total > u) ops::copy(dt_rows.rows(u, total), in.refine_dt);
     if (cfg_.time_scale > 0) {
-      Tensor shift = arena.alloc(dtype, Shape(u));
+      Tensor shift = arena.alloc(dtype, Shape(total));
       ops::fill(shift, -cfg_.time_shift);
       ops::axpy(dt_rows, 1.0, shift);
       ops::scale(dt_rows, 1.0 / cfg_.time_scale);
-    } else {
+    } else if (total == u) {
       ops::mul(dt_rows, dt_rows, in.mem_inv_time);
+    } else {  // a copy's 1 / (t + 1) is its base row's
+      Tensor inv = arena.alloc(dtype, Shape(total));
+      ops::copy(inv.rows(0, u), in.mem_inv_time);
+      ops::gather_rows(inv.rows(u, total).reshape(Shape(total - u, 1)),
+                       in.mem_inv_time.reshape(Shape(u, 1)), in.refine_base);
+      ops::mul(dt_rows, dt_rows, inv);
     }
     Tensor dt = arena.alloc(dtype, Shape(roots));
-    ops::gather_rows(dt.reshape(Shape(roots, 1)), dt_rows.reshape(Shape(u, 1)), in.root_row);
+    ops::gather_rows(dt.reshape(Shape(roots, 1)), dt_rows.reshape(Shape(total, 1)), in.root_row);
     projection_.forward(emb, ctx_, h0, dt, arena);
     root_row_ = in.root_row;
   }

@@ -26,6 +26,10 @@ class NoMemory final : public MemoryPart {
     ops::fill(updated, 0.0);
   }
   void backward(const Tensor&, Arena&) override {}
+  void apply_detached(const Tensor&, const Tensor&, const Tensor&, const Tensor&,
+                      Arena&) const override {
+    DB_THROW(runtime, "tgnn: a model without memory has no updater to apply");
+  }
 };
 
 class RecurrentMemory final : public MemoryPart {
@@ -56,6 +60,12 @@ class RecurrentMemory final : public MemoryPart {
   void backward(const Tensor& d_updated, Arena& arena) override {
     if (n_ == 0 || !d_updated.defined()) return;
     updater_.backward(Tensor{}, Tensor{}, d_updated.rows(0, n_), ctx_, arena);
+  }
+
+  void apply_detached(const Tensor& out, const Tensor& memory, const Tensor& mail, const Tensor& dt,
+                      Arena& arena) const override {
+    MemoryUpdaterContext scratch;
+    updater_.forward(out, scratch, mail, dt, memory, arena);
   }
 
  private:
@@ -95,6 +105,19 @@ class AttentionMemory final : public MemoryPart {
     // The stored memory is detached state: its gradient is scratch.
     Tensor d_memory = arena.alloc(d_updated.dtype(), Shape(n_, cfg_.d_mem));
     updater_.backward(d_memory, Tensor{}, d_updated.rows(0, n_), ctx_, arena);
+  }
+
+  // A mailbox of the one mail, written at 0 and read at dt; no dropout (no gradient).
+  void apply_detached(const Tensor& out, const Tensor& memory, const Tensor& mail, const Tensor& dt,
+                      Arena& arena) const override {
+    const int64_t n = out.dim(0);
+    Tensor mail_ts = arena.alloc(out.dtype(), Shape(n, 1));
+    ops::fill(mail_ts, 0.0);
+    Tensor mask = arena.alloc(DType::u8, Shape(n, 1));
+    ops::fill(mask, 1.0);
+    ApanUpdaterContext scratch;
+    updater_.forward(out, scratch, memory, mail.reshape(Shape(n, 1, cfg_.d_mail())), mail_ts, dt,
+                     mask, DropoutDraw{}, arena);
   }
 
  private:

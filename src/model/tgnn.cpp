@@ -39,88 +39,10 @@ void Tgnn::gather(MemoryRows& rows, const NodeState& state, const TgnnInputs& in
 void Tgnn::update_memory(const Tensor& updated, const TgnnInputs& in, const MemoryRows& rows,
                          bool training, Arena& arena) {
   rows_ = in.mem_node.numel();
-  refined_ = 0;  // until the refine stage runs
+  refined_ = 0, coherence_rows_ = 0;  // until the refine and loss stages run
   DB_ASSERT(updated.rank() == 2 && updated.dim(0) == rows_ && updated.dim(1) == cfg_.d_input(),
             "tgnn: updated memory must be [{}, {}], got {}", rows_, cfg_.d_input(), updated.str());
   memory_->forward(updated, in, rows, training, arena);
-}
-
-namespace {
-
-// rows [T, W] *= weight [T] per row, as T products [1,1] x [1,W] (no dedicated op needed).
-void scale_rows(const Tensor& out, const Tensor& rows, const Tensor& weight) {
-  const int64_t t = rows.dim(0), w = rows.dim(1);
-  ops::gemm_batched(out.reshape(Shape(t, 1, w)), weight.reshape(Shape(t, 1, 1)), ops::Trans::N,
-                    rows.reshape(Shape(t, 1, w)), ops::Trans::N);
-}
-
-}  // namespace
-
-void Tgnn::refine(const Tensor& updated, const TgnnInputs& in, const Tensor& edge_feat,
-                  Arena& arena) {
-  const int64_t r = in.refine_base.defined() ? in.refine_base.numel() : 0;
-  refined_ = r;
-  if (r == 0) return;
-  DB_ASSERT(refiner_ != nullptr, "tgnn: {} refined rows but the model has no refiner", r);
-  DB_ASSERT(updated.rank() == 2 && updated.dim(0) == rows_ + r,
-            "tgnn: refinement needs updated [{}, {}], got {}", rows_ + r, cfg_.d_mem,
-            updated.str());
-  const DType dtype = updated.dtype();
-  const int64_t d = cfg_.d_mem, t = in.term_row.numel();
-  const Tensor base = updated.rows(0, rows_);
-  refine_s_ = arena.alloc(dtype, Shape(r, d));
-  ops::gather_rows(refine_s_, base, in.refine_base);
-  // Each term's message as collect() builds the mail: the endpoints' updated rows at that
-  // event and its edge features.
-  Tensor msg = arena.alloc(dtype, Shape(t, cfg_.d_mail()));
-  Tensor self = arena.alloc(dtype, Shape(t, d)), other = arena.alloc(dtype, Shape(t, d));
-  ops::gather_rows(self, base, in.term_self);
-  ops::gather_rows(other, base, in.term_other);
-  if (cfg_.d_edge > 0) {
-    Tensor edge = arena.alloc(dtype, Shape(t, cfg_.d_edge));
-    ops::gather_rows(edge, edge_feat, in.term_eid);
-    ops::concat_cols(msg, {self, other, edge});
-  } else {
-    ops::concat_cols(msg, {self, other});
-  }
-  if (in.term_weight.defined()) {
-    Tensor scaled = arena.alloc(dtype, msg.shape());
-    scale_rows(scaled, msg, in.term_weight);
-    msg = scaled;
-  }
-  refine_m_ = arena.alloc(dtype, Shape(r, cfg_.d_mail()));
-  ops::fill(refine_m_, 0.0);
-  ops::scatter_add_rows(refine_m_, msg, in.term_row);
-  refiner_->forward(updated.rows(rows_, rows_ + r), refine_ctx_, refine_s_, refine_m_, in.refine_dt,
-                    arena);
-  refine_base_ = in.refine_base, term_row_ = in.term_row;
-  term_self_ = in.term_self, term_other_ = in.term_other, term_weight_ = in.term_weight;
-}
-
-void Tgnn::refine_backward(const Tensor& d_updated, Arena& arena) {
-  const DType dtype = d_updated.dtype();
-  const int64_t r = refined_, d = cfg_.d_mem, t = term_row_.numel();
-  Tensor d_s = arena.alloc(dtype, Shape(r, d));
-  Tensor d_m = arena.alloc(dtype, Shape(r, cfg_.d_mail()));
-  refiner_->backward(d_s, d_m, d_updated.rows(rows_, rows_ + r), refine_ctx_, arena);
-  const Tensor d_base = d_updated.rows(0, rows_);
-  ops::scatter_add_rows(d_base, d_s, refine_base_);
-  Tensor d_msg = arena.alloc(dtype, Shape(t, cfg_.d_mail()));
-  ops::gather_rows(d_msg, d_m, term_row_);
-  if (term_weight_.defined()) {
-    Tensor scaled = arena.alloc(dtype, d_msg.shape());
-    scale_rows(scaled, d_msg, term_weight_);
-    d_msg = scaled;
-  }
-  // Edge features are data: their columns' gradient is dropped.
-  Tensor d_self = arena.alloc(dtype, Shape(t, d)), d_other = arena.alloc(dtype, Shape(t, d));
-  if (cfg_.d_edge > 0) {
-    ops::split_cols({d_self, d_other, arena.alloc(dtype, Shape(t, cfg_.d_edge))}, d_msg);
-  } else {
-    ops::split_cols({d_self, d_other}, d_msg);
-  }
-  ops::scatter_add_rows(d_base, d_self, term_self_);
-  ops::scatter_add_rows(d_base, d_other, term_other_);
 }
 
 void Tgnn::embed(const Tensor& emb, const TgnnInputs& in, const Tensor& updated,
@@ -141,7 +63,7 @@ void Tgnn::predict(const Tensor& logits, const Tensor& emb, Arena& arena) {
   predictor_.forward(logits, predict_ctx_, emb.rows(0, batch_), emb.rows(batch_, roots), arena);
 }
 
-void Tgnn::backward(const Tensor& d_logits, Arena& arena) {
+void Tgnn::backward(const Tensor& d_logits, Arena& arena, double coherence_share) {
   const DType dtype = d_logits.dtype();
   const int64_t roots = d_logits.numel() + batch_;
   Tensor d_emb = arena.alloc(dtype, Shape(roots, cfg_.d_out()));
@@ -154,7 +76,10 @@ void Tgnn::backward(const Tensor& d_logits, Arena& arena) {
   }
   embedding_->backward(d_updated, d_emb, arena);
   // The copies read rows [0, U): their gradient lands there before the updater's backward.
-  if (refined_ > 0) refine_backward(d_updated, arena);
+  if (refined_ > 0) {
+    coherence_backward(d_updated, coherence_share, arena);
+    refine_backward(d_updated, arena);
+  }
   memory_->backward(d_updated.defined() ? d_updated.rows(0, rows_) : d_updated, arena);
 }
 

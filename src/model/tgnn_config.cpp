@@ -49,10 +49,8 @@ std::optional<ConfigProblem> find_problem(const TgnnConfig& c) {
                                      c.mailbox)};
   if (c.refine && c.memory == MemoryKind::none)
     return ConfigProblem{"refine", "refinement corrects memory rows: it needs a memory"};
-  if (c.refine && c.embedding == EmbeddingKind::jodie)
-    return ConfigProblem{"refine",
-                         "JODIE's projection reads per-row times the refined copies do not have "
-                         "yet; use the identity or attention embedding"};
+  if (!(c.coherence_weight >= 0.0))
+    return ConfigProblem{"coherence_weight", "the coherence loss's weight must be 0 or more"};
   if (c.refine && c.refine_hidden < 1)
     return ConfigProblem{"refine_hidden", "the refiner needs a positive hidden width"};
   return std::nullopt;

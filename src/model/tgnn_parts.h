@@ -25,6 +25,11 @@ class MemoryPart {
                        bool training, Arena& arena) = 0;
   // d_updated [U, d_input], or Tensor{} when the embedding sent no gradient.
   virtual void backward(const Tensor& d_updated, Arena& arena) = 0;
+  // out [n, d_mem] = the updater applied once to memory [n, d_mem] with one mail each (mail
+  // [n, d_mail], read dt [n] after it was written), without gradient and without touching
+  // the last forward's context: the coherence loss's target. out must not alias memory.
+  virtual void apply_detached(const Tensor& out, const Tensor& memory, const Tensor& mail,
+                              const Tensor& dt, Arena& arena) const = 0;
 };
 
 class EmbeddingPart {

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstring>
 
+#include "depbloom/core/philox.h"
 #include "depbloom/train/batch_plan.h"
 
 namespace depbloom::train {
@@ -16,14 +17,6 @@ uint64_t mix(int32_t node, double time) {
   h ^= h >> 29;
   h *= 0xBF58476D1CE4E5B9ull;
   return h ^ (h >> 32);
-}
-
-// splitmix64's finaliser: spreads (node, time) over the 64-bit Philox counter space.
-uint64_t mix64(uint64_t z) {
-  z += 0x9e3779b97f4a7c15ULL;
-  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-  z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-  return z ^ (z >> 31);
 }
 
 }  // namespace
@@ -61,6 +54,8 @@ void BatchPlanner::plan_batch(BatchPlan& out, const int64_t* events, int64_t cou
   plan_writes(out);
   // Refinement redirects reads to copies after the write set took the base rows.
   out.refine_row.clear(), out.refine_dt.clear();
+  out.coherence_copy.clear(), out.coherence_round.clear();
+  out.coherence_mail.clear(), out.coherence_dt.clear();
   if (micro_batches > 1 && cfg_.memory) plan_refine(out, micro_batches);
 }
 
@@ -268,7 +263,9 @@ bool same_plan(const BatchPlan& a, const BatchPlan& b) {
       a.mem_time != b.mem_time || a.root_row != b.root_row || a.slot_row != b.slot_row ||
       a.root_id != b.root_id || a.mem_id != b.mem_id || !same_writes(a.writes, b.writes) ||
       a.refine_row != b.refine_row || a.refine_dt != b.refine_dt ||
-      a.refine.term_pos != b.refine.term_pos || a.refine.term_role != b.refine.term_role)
+      a.refine.term_pos != b.refine.term_pos || a.refine.term_role != b.refine.term_role ||
+      a.coherence_copy != b.coherence_copy || a.coherence_mail != b.coherence_mail ||
+      a.coherence_round != b.coherence_round || a.coherence_dt != b.coherence_dt)
     return false;
   if (a.blocks.hops() != b.blocks.hops()) return false;
   for (int32_t l = 0; l < a.blocks.hops(); ++l)

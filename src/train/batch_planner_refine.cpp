@@ -1,6 +1,10 @@
 // BatchPlanner's refinement step (DESIGN.md 7.2): which memory rows each micro-batch reads,
 // which of them get a refined copy, and the reads redirected to those copies. Like the rest
 // of planning it reads no node state.
+#include <algorithm>
+#include <cstring>
+
+#include "depbloom/core/philox.h"
 #include "depbloom/train/batch_plan.h"
 
 namespace depbloom::train {
@@ -42,7 +46,9 @@ void BatchPlanner::plan_refine(BatchPlan& p, int32_t micro_batches) {
   refine_planner_->plan(p.refine, p.events.data(), count, p.micro_bounds, req_node_.data(),
                         req_micro_.data(), static_cast<int64_t>(req_row_.size()),
                         cfg_.refine_aggregate);
-  // Copies in the refine plan's row order; dt from the row's own time (t0-relative).
+  // Copies in the refine plan's row order. dt is the time from the latest earlier event to
+  // the read: the row's own time, or for a neighbour's row at an older edge time (which may
+  // precede that event) the start of the reading micro-batch, so it is never negative.
   req_copy_.assign(req_row_.size(), -1);
   const int64_t copies = p.refine.rows();
   p.refine_row.resize(static_cast<size_t>(copies));
@@ -52,8 +58,10 @@ void BatchPlanner::plan_refine(BatchPlan& p, int32_t micro_batches) {
     req_copy_[q] = static_cast<int32_t>(c);
     const int32_t row = req_row_[q];
     p.refine_row[static_cast<size_t>(c)] = row;
-    p.refine_dt[static_cast<size_t>(c)] =
-        p.mem_time[static_cast<size_t>(row)] + t0_ - p.refine.latest_time[static_cast<size_t>(c)];
+    const auto start = static_cast<size_t>(p.micro_bounds[static_cast<size_t>(req_micro_[q])]);
+    const double read = std::max(p.mem_time[static_cast<size_t>(row)] + t0_,
+                                 stream_.ts[static_cast<size_t>(p.events[start])]);
+    p.refine_dt[static_cast<size_t>(c)] = read - p.refine.latest_time[static_cast<size_t>(c)];
   }
   if (copies == 0) return;
   auto redirect = [&](int32_t& row, int32_t micro) {
@@ -69,6 +77,61 @@ void BatchPlanner::plan_refine(BatchPlan& p, int32_t micro_batches) {
     auto& rows = p.slot_row[static_cast<size_t>(l)];
     for (size_t s = 0; s < rows.size(); ++s)
       if (rows[s] >= 0) redirect(rows[s], micro_of_root(static_cast<int64_t>(s) / span));
+  }
+}
+
+// A copy is kept with probability `sample`, its draw keyed by its node, its time and its
+// latest earlier event (what it is), so the subset does not depend on the batch layout or the
+// ranks. Sorting by earlier-event count makes each round's copies a prefix.
+void BatchPlanner::plan_coherence(BatchPlan& p, uint64_t seed, double sample) const {
+  p.coherence_copy.clear(), p.coherence_round.clear();
+  p.coherence_mail.clear(), p.coherence_dt.clear();
+  const RefinePlan& rp = p.refine;
+  const RngKey key{seed, static_cast<uint32_t>(RngPurpose::coherence), p.epoch};
+  for (int64_t c = 0; c < p.refined_rows(); ++c) {
+    const auto at = static_cast<size_t>(c);
+    const auto row = static_cast<size_t>(p.refine_row[at]);
+    uint64_t bits;
+    std::memcpy(&bits, &p.mem_time[row], sizeof bits);
+    const auto latest = static_cast<uint64_t>(p.events[static_cast<size_t>(rp.latest[at])]);
+    const uint64_t index =
+        mix64(static_cast<uint64_t>(p.mem_node[row]) ^ mix64(bits) ^ mix64(latest + 1));
+    const Philox4 draw = philox_draw(key, index, 0);
+    if (uniform_double(draw.v[0], draw.v[1]) < sample)
+      p.coherence_copy.push_back(static_cast<int32_t>(c));
+  }
+  std::sort(p.coherence_copy.begin(), p.coherence_copy.end(), [&](int32_t a, int32_t b) {
+    const int32_t ca = rp.count[static_cast<size_t>(a)], cb = rp.count[static_cast<size_t>(b)];
+    return ca != cb ? ca > cb : a < b;
+  });
+  const auto& mail_time = p.writes.mail_time;
+  const auto mail_of = [&](int64_t i) {
+    return 2 * rp.event_pos[static_cast<size_t>(i)] + rp.event_role[static_cast<size_t>(i)];
+  };
+  int64_t active = static_cast<int64_t>(p.coherence_copy.size());
+  p.coherence_round.push_back(0);
+  for (int32_t round = 0; active > 0; ++round) {
+    while (active > 0 &&
+           rp.count[static_cast<size_t>(p.coherence_copy[static_cast<size_t>(active - 1)])] <=
+               round)
+      --active;
+    for (int64_t j = 0; j < active; ++j) {
+      const auto c = static_cast<size_t>(p.coherence_copy[static_cast<size_t>(j)]);
+      const int64_t at = rp.begin[c] + round;
+      const int64_t mail = mail_of(at);
+      const double t = mail_time[static_cast<size_t>(mail)];
+      double dt;
+      if (cfg_.mail_dt_at_event) {  // the mail's age as of its event: since the previous one
+        dt = round == 0 ? t : t - mail_time[static_cast<size_t>(mail_of(at - 1))];
+      } else if (round + 1 < rp.count[c]) {  // read at the node's next event
+        dt = mail_time[static_cast<size_t>(mail_of(at + 1))] - t;
+      } else {  // the latest: read when the copy is (its refine dt)
+        dt = p.refine_dt[c];
+      }
+      p.coherence_mail.push_back(mail);
+      p.coherence_dt.push_back(dt);
+    }
+    if (active > 0) p.coherence_round.push_back(static_cast<int64_t>(p.coherence_mail.size()));
   }
 }
 

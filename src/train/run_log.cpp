@@ -92,6 +92,7 @@ json epoch_json(const EpochResult& r) {
   stages["evaluation"] = r.eval_seconds;
   return {{"epoch", r.epoch},
           {"loss", r.loss},
+          {"coherence_loss", r.coherence_loss},
           {"train_events", r.events},
           {"train_seconds", r.train_seconds},
           {"events_per_s", static_cast<double>(r.events) / r.train_seconds},

@@ -155,6 +155,32 @@ void BatchStager::stage_refine(StagedBatch& out, const BatchPlan& plan, StepAren
   in.term_eid = upload(arena.device(), term_eid_.data(), Shape(t));
   if (cfg_.refine_aggregate == RefineAggregate::mean)
     in.term_weight = times_in(dtype_, rp.term_weight, arena);
+  if (!plan.coherence_copy.empty()) stage_coherence(out, plan, arena);
+}
+
+// The coherence loss's copies and, per round, the mails the updater applies to them.
+void BatchStager::stage_coherence(StagedBatch& out, const BatchPlan& plan, StepArena& arena) {
+  model::TgnnInputs& in = out.in;
+  const PlannedWrites& w = plan.writes;
+  const auto entries = static_cast<int64_t>(plan.coherence_mail.size());
+  coh_self_.resize(static_cast<size_t>(entries));
+  coh_other_.resize(static_cast<size_t>(entries));
+  coh_eid_.resize(static_cast<size_t>(entries));
+  for (int64_t i = 0; i < entries; ++i) {
+    const auto at = static_cast<size_t>(i);
+    const auto mail = static_cast<size_t>(plan.coherence_mail[at]);
+    coh_self_[at] = out.input_row(w.mail_row[mail]);
+    coh_other_[at] = out.input_row(w.mail_other[mail]);
+    coh_eid_[at] = w.mail_event[mail];
+  }
+  const auto copies = static_cast<int64_t>(plan.coherence_copy.size());
+  in.coh_copy = upload(arena.device(), plan.coherence_copy.data(), Shape(copies));
+  in.coh_round = Tensor::wrap(const_cast<int64_t*>(plan.coherence_round.data()),
+                              Shape(static_cast<int64_t>(plan.coherence_round.size())));
+  in.coh_self = upload(arena.device(), coh_self_.data(), Shape(entries));
+  in.coh_other = upload(arena.device(), coh_other_.data(), Shape(entries));
+  in.coh_eid = upload(arena.device(), coh_eid_.data(), Shape(entries));
+  in.coh_dt = times_in(dtype_, plan.coherence_dt, arena);
 }
 
 model::WriteSet collect(const BatchPlan& plan, const StagedBatch& staged, const PlanConfig& cfg,

@@ -151,8 +151,8 @@ void embedding(Sink& s, const model::TgnnConfig& c, int64_t roots, int64_t updat
     }
 }
 
-// MemoryRefiner over R copies from T terms: gate, fc1, fc2; `mean` weights each term by a
-// batched [1, 1] x [1, d_mail] product, forward and backward.
+// MemoryRefiner over R copies from T terms: gate, fc1, fc2; `mean` weights each term's row
+// (ops::scale_rows, element-wise: bytes, no GEMM), forward and backward.
 void refiner(Sink& s, const model::TgnnConfig& c, int64_t r, int64_t t, bool mean, double vb) {
   const int64_t d = c.d_mem, h = c.refine_hidden, in = d + c.d_mail() + c.d_mem_time;
   s.f(r, d, in);                 // gate
@@ -161,9 +161,8 @@ void refiner(Sink& s, const model::TgnnConfig& c, int64_t r, int64_t t, bool mea
   s.b(d, h, r), s.b(r, h, d);    // fc2
   s.b(d, in, r), s.b(r, in, d);  // gate
   s.b(h, in, r), s.b(r, in, h);  // fc1 (its input gradient added by one more GEMM)
-  if (mean) s.f(1, c.d_mail(), 1, t), s.b(1, c.d_mail(), 1, t);
-  const double io =
-      static_cast<double>(r * (d * 12 + in * 2 + h * 4 + c.d_mail() * 2) + t * c.d_mail() * 4);
+  const double io = static_cast<double>(r * (d * 12 + in * 2 + h * 4 + c.d_mail() * 2) +
+                                        t * c.d_mail() * (mean ? 6 : 4));
   s.fwd.bytes += vb * io;
   s.bwd.bytes += 2 * vb * io;
   s.fwd.ops += 18, s.bwd.ops += 20;

@@ -57,6 +57,8 @@ Trainer::Trainer(const data::EventStream& stream, const data::ChronoSplit& split
   if (split.train.empty()) DB_THROW(data, "{}: the training split is empty", stream.source);
   cfg_.model.d_edge = stream.edge_dim;
   DB_ASSERT(cfg.refine_micro_batches >= 1, "refine: {} micro-batches", cfg.refine_micro_batches);
+  DB_ASSERT(cfg.refine_coherence_sample > 0 && cfg.refine_coherence_sample <= 1,
+            "refine: a coherence sample of {} (must be in (0, 1])", cfg.refine_coherence_sample);
   cfg_.model.refine = cfg.refine_micro_batches > 1;  // m = 1 declares no refiner parameters
   if (cfg_.standardise_time && cfg_.model.embedding == model::EmbeddingKind::jodie)
     standardise_time();
@@ -202,7 +204,7 @@ EpochResult Trainer::run_epoch(int epoch, const ProgressFn& progress) {
   r.strategy = strategy_->name();
   stages_ = StageTimes{};
   reduce_wait_ = 0;
-  memory_rows_ = 0, refined_rows_ = 0;
+  memory_rows_ = 0, refined_rows_ = 0, coherence_sum_ = 0;
   writer_->reset_counts();
   strategy_->begin_epoch();
   writer_->flush();
@@ -232,6 +234,7 @@ EpochResult Trainer::run_epoch(int epoch, const ProgressFn& progress) {
   r.stages = stages_;
   r.memory_rows = n > 0 ? static_cast<double>(memory_rows_) / static_cast<double>(n) : 0;
   r.refined_rows = n > 0 ? static_cast<double>(refined_rows_) / static_cast<double>(n) : 0;
+  r.coherence_loss = n > 0 ? coherence_sum_ / static_cast<double>(n) : 0;
   if (cfg_.comm != nullptr) {
     r.ranks = cfg_.comm->size();
     r.comm = cfg_.comm->stats();

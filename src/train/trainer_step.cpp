@@ -50,6 +50,8 @@ void Trainer::plan_step(BatchPlan& out, const ScheduledStep& step, int epoch) {
   train_negatives_->sample_events(step.events, step.count, 1, ep, negatives_.data());
   planner_->plan_batch(out, step.events, step.count, negatives_.data(), 1, ep, train_sampler_.get(),
                        cfg_.refine_micro_batches);
+  if (cfg_.model.refine && cfg_.model.coherence_weight > 0)
+    planner_->plan_coherence(out, cfg_.seed, cfg_.refine_coherence_sample);
 }
 
 // Whether `step` runs pipelined: the pipeline is on and the step is one of schedule_'s
@@ -143,10 +145,16 @@ void Trainer::memory_update(StepData& d) {
 }
 
 // refine: the copies of rows read after their node's earlier in-batch events (none with one
-// micro-batch).
+// micro-batch), and the coherence loss's target for the sampled ones.
 void Trainer::refine(StepData& d) {
+  d.coherence_target = Tensor{};
   if (d.empty() || d.plan.refined_rows() == 0) return;
   model_->refine(d.updated, d.staged.in, edge_feat_.view(), arena_->device());
+  const auto sampled = static_cast<int64_t>(d.plan.coherence_copy.size());
+  if (sampled == 0) return;
+  d.coherence_target = arena_->device().alloc(store_->dtype(), Shape(sampled, cfg_.model.d_mem));
+  model_->coherence_target(d.coherence_target, d.updated, d.staged.in, d.rows, edge_feat_.view(),
+                           arena_->device());
 }
 
 void Trainer::embed(StepData& d) {
@@ -156,8 +164,10 @@ void Trainer::embed(StepData& d) {
   model_->embed(d.emb, d.staged.in, d.updated, d.rows, edge_feat_.view(), true, arena_->device());
 }
 
-// loss: TGL's loss, BCE(pos, 1) + BCE(neg, 0), each a mean over this rank's events.
+// loss: TGL's loss, BCE(pos, 1) + BCE(neg, 0), each a mean over this rank's events, and
+// beside it the coherence loss (both read with one copy).
 void Trainer::loss(StepData& d) {
+  d.coherence_loss = 0;
   if (d.empty()) return;
   const DType dtype = store_->dtype();
   const int64_t count = d.step->count;
@@ -170,18 +180,21 @@ void Trainer::loss(StepData& d) {
     ops::fill(d.targets.rows(0, count), 1.0);
     ops::fill(d.targets.rows(count, 2 * count), 0.0);
   }
-  Tensor loss = arena.alloc(dtype, Shape(1));
-  model::bce_loss_forward(loss, d.logits, d.targets);
-  double host = 0;
+  const int64_t parts = d.coherence_target.defined() ? 2 : 1;
+  Tensor loss = arena.alloc(dtype, Shape(parts));
+  model::bce_loss_forward(loss.rows(0, 1), d.logits, d.targets);
+  if (parts == 2) model_->coherence_loss(loss.rows(1, 2), d.updated, d.coherence_target, arena);
+  double host[2] = {0, 0};
   if (dtype == DType::f64) {
-    ops::copy(Tensor::wrap(&host, Shape(1)), loss);
+    ops::copy(Tensor::wrap(host, Shape(parts)), loss);
   } else {
-    float f = 0;
-    ops::copy(Tensor::wrap(&f, Shape(1)), loss);
-    host = f;
+    float f[2] = {0, 0};
+    ops::copy(Tensor::wrap(f, Shape(parts)), loss);
+    host[0] = f[0], host[1] = f[1];
   }
-  d.local_loss = 2.0 * host;
-  check_finite(d.local_loss, d);
+  d.local_loss = 2.0 * host[0];
+  d.coherence_loss = host[1];
+  check_finite(d.local_loss + d.coherence_loss, d);
 }
 
 // backward: the gradient of this rank's share of the global mean loss (the whole of it on
@@ -192,7 +205,7 @@ void Trainer::backward(StepData& d) {
   Arena& arena = arena_->device();
   Tensor d_logits = arena.alloc(store_->dtype(), Shape(2 * d.step->count));
   model::bce_loss_backward(d_logits, d.logits, d.targets, 2.0 * d.step->loss_share);
-  model_->backward(d_logits, arena);
+  model_->backward(d_logits, arena, d.step->loss_share);
 }
 
 // Pipelined, the reduction only starts here; the write-back runs while it is in flight and
@@ -254,6 +267,7 @@ double Trainer::train_step(const ScheduledStep& step, int epoch) {
   // Each rank checked its own events' loss; this is the global one (the same on every rank).
   check_finite(data_.loss, data_);
   loss_trace_.push_back(data_.loss);
+  coherence_sum_ += data_.empty() ? 0.0 : data_.coherence_loss;
   return data_.loss;
 }
 
@@ -266,7 +280,7 @@ double Trainer::step_loss(const int64_t* events, int64_t count, int epoch, bool 
                   Stage::loss})
     (this->*kTrainingStages[static_cast<size_t>(s)].run)(data_);
   if (with_gradients) backward(data_);
-  const double loss = data_.local_loss;
+  const double loss = data_.local_loss + data_.coherence_loss;
   data_.step = nullptr;
   return loss;
 }

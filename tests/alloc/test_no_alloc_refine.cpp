@@ -1,6 +1,7 @@
 // Intra-batch refinement's pieces allocate nothing once warm (test_no_alloc.cpp replaces the
 // allocation functions with counting ones): RefinePlanner::plan on a step of the tiny stream
-// cut into 4 micro-batches, and MemoryRefiner's forward and backward from a warm arena.
+// cut into 4 micro-batches, MemoryRefiner's forward and backward from a warm arena, and whole
+// refined train steps with the coherence loss (TGN, APAN) and under JODIE's projection.
 #include <gtest/gtest.h>
 
 #include <vector>
@@ -10,6 +11,7 @@
 #include "depbloom/core/arena.h"
 #include "depbloom/model/memory_refiner.h"
 #include "depbloom/train/refine_plan.h"
+#include "depbloom/train/trainer.h"
 #include "unit/train/tiny_stream.h"
 
 namespace {
@@ -65,5 +67,64 @@ TEST(WarmRefinement, PlanAndRefinerAllocateNothing) {
   EXPECT_EQ(g_allocations.load(), 0) << "heap allocations in a warm refinement";
   EXPECT_EQ(arena.system_allocations(), arena_chunks) << "the arena grew";
 }
+
+struct CoherenceCase {
+  const char* name;
+  model::MemoryKind memory;
+  model::EmbeddingKind embedding;
+  double coherence_weight;
+};
+
+void PrintTo(const CoherenceCase& c, std::ostream* os) {
+  *os << c.name;
+}
+
+class WarmRefinedStep : public ::testing::TestWithParam<CoherenceCase> {};
+
+TEST_P(WarmRefinedStep, AllocatesNothing) {
+  const CoherenceCase& c = GetParam();
+  const auto stream = dbtraintest::tiny_stream(5, 200, 30, 4);
+  const auto split = dbtraintest::tiny_split(stream, 140, 170);
+  train::TrainerConfig cfg;
+  cfg.model.memory = c.memory;
+  cfg.model.embedding = c.embedding;
+  cfg.model.mailbox = c.memory == model::MemoryKind::transformer ? 3 : 1;
+  cfg.model.d_mem = 16, cfg.model.d_mem_time = 8, cfg.model.d_emb = 16, cfg.model.d_gnn_time = 8;
+  cfg.model.neighbours = 5;
+  cfg.model.coherence_weight = c.coherence_weight;
+  cfg.deliver_to_neighbours = c.memory == model::MemoryKind::transformer;
+  cfg.batch_size = 32;
+  cfg.lr = 1e-3;
+  cfg.seed = 1;
+  cfg.refine_micro_batches = 4;
+  cfg.refine_coherence_sample = 0.5;
+  train::Trainer trainer(stream, split, cfg);
+  const auto step = train::contiguous_part(split.train.data() + 64, cfg.batch_size, 0, 1);
+  // Three warm steps (the loss trace then has room for a fourth value).
+  for (int i = 0; i < 3; ++i) trainer.train_step(step, 1);
+  const int64_t arena_chunks = trainer.arena().system_allocations();
+  g_allocations = 0;
+  g_counting = true;
+  const double loss = trainer.train_step(step, 1);
+  g_counting = false;
+  EXPECT_GT(trainer.last_plan().refined_rows(), 0) << "the warm step refines nothing";
+  if (c.coherence_weight > 0) {
+    EXPECT_FALSE(trainer.last_plan().coherence_copy.empty()) << "no coherence rows drawn";
+  }
+  EXPECT_TRUE(loss > 0.0) << loss;
+  EXPECT_EQ(g_allocations.load(), 0) << "heap allocations in a warm refined train_step";
+  EXPECT_EQ(trainer.arena().system_allocations(), arena_chunks) << "the arena grew";
+}
+
+const CoherenceCase kRefinedCases[] = {
+    {"tgn_coherence", model::MemoryKind::gru, model::EmbeddingKind::attention, 0.5},
+    {"apan_coherence", model::MemoryKind::transformer, model::EmbeddingKind::identity, 0.5},
+    {"jodie_refine4", model::MemoryKind::rnn, model::EmbeddingKind::jodie, 0.0},
+};
+
+INSTANTIATE_TEST_SUITE_P(Models, WarmRefinedStep, ::testing::ValuesIn(kRefinedCases),
+                         [](const ::testing::TestParamInfo<CoherenceCase>& info) {
+                           return std::string(info.param.name);
+                         });
 
 }  // namespace

@@ -1,5 +1,5 @@
-// GPU suite, element-wise product: ops::mul on cuda:0 against the CPU op, out of place and
-// in place. Skips without a usable GPU.
+// GPU suite, element-wise products: ops::mul and ops::scale_rows (a weight per row) on cuda:0
+// against the CPU ops, out of place and in place. Skips without a usable GPU.
 #include <gtest/gtest.h>
 
 #include "gpu/gpu_test_util.h"
@@ -24,6 +24,22 @@ TEST_F(GpuMul, MatchesCpu) {
     ops::mul(a.cpu, a.cpu, b.cpu);
     ops::mul(a.gpu, a.gpu, b.gpu);
     EXPECT_TRUE(a.matches());
+  }
+}
+
+class GpuScaleRows : public GpuTest {};
+
+TEST_F(GpuScaleRows, MatchesCpu) {
+  Rand rng(4127);
+  for (Shape s : {Shape(1, 1), Shape(7, 1), Shape(33, 209), Shape(4099, 9)}) {
+    SCOPED_TRACE(s.str());
+    F x(s, rng.vec(s.numel())), w(Shape(s[0]), rng.vec(s[0])), out = F::nan(s);
+    ops::scale_rows(out.cpu, x.cpu, w.cpu);
+    ops::scale_rows(out.gpu, x.gpu, w.gpu);
+    EXPECT_TRUE(out.matches());
+    ops::scale_rows(x.cpu, x.cpu, w.cpu);
+    ops::scale_rows(x.gpu, x.gpu, w.gpu);
+    EXPECT_TRUE(x.matches());
   }
 }
 

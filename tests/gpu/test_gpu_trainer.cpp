@@ -31,6 +31,7 @@ struct ModelCase {
   bool deliver;
   model::AttentionStyle style = model::AttentionStyle::tgl;
   int micro_batches = 1;  // refine.micro_batches (issue 17)
+  double coherence = 0;   // refine.coherence_weight
 };
 
 train::TrainerConfig config_for(const ModelCase& c, Device device) {
@@ -44,6 +45,8 @@ train::TrainerConfig config_for(const ModelCase& c, Device device) {
   t.model.dropout = 0.1;
   t.deliver_to_neighbours = c.deliver;
   t.refine_micro_batches = c.micro_batches;
+  t.model.coherence_weight = c.coherence;
+  t.refine_coherence_sample = 0.5;
   t.batch_size = t.eval_batch_size = 200;
   t.max_batches = 8;
   t.seed = 3;
@@ -67,14 +70,13 @@ float max_abs_diff(const depbloom::Tensor& on_gpu, const depbloom::Tensor& on_cp
   return worst;
 }
 
-// Each step of a short epoch (the four models, and TGN and APAN with intra-batch
-// refinement), teacher-forced: before the step the GPU trainer loads the CPU
-// trainer's parameters, Adam state and node state, so the two losses and the rows the step
-// writes differ by one step's f32 rounding (summation order, ~1e-6), not by what earlier
-// steps amplified. Then the test split, scored by both from the same state. Free-running f32
-// traces drift about tenfold per step (docs/dist.md), and a near-chance model's AP moves
-// with tiny score changes: the first H200 run found val AP 0.02-0.03 apart after 8
-// free-running steps.
+// Each step of a short epoch (the four models, TGN and APAN with intra-batch refinement, with
+// and without the coherence loss, and JODIE with refinement), teacher-forced: before the step the
+// GPU trainer loads the CPU trainer's parameters, Adam state and node state, so the two losses and
+// the rows the step writes differ by one step's f32 rounding (summation order, ~1e-6), not by what
+// earlier steps amplified. Then the test split, scored by both from the same state. Free-running
+// f32 traces drift about tenfold per step (docs/dist.md), and a near-chance model's AP moves with
+// tiny score changes: the first H200 run found val AP 0.02-0.03 apart after 8 free-running steps.
 TEST_F(GpuTrainer, CudaStepsAndScoresEqualTheCpuFromTheSameState) {
   data::SynthSpec spec;
   spec.scale = 0.02;
@@ -92,6 +94,13 @@ TEST_F(GpuTrainer, CudaStepsAndScoresEqualTheCpuFromTheSameState) {
       {"tgn_refine4", model::MemoryKind::gru, model::EmbeddingKind::attention, 1, false,
        model::AttentionStyle::tgl, 4},
       {"apan_refine4", model::MemoryKind::transformer, model::EmbeddingKind::identity, 4, true,
+       model::AttentionStyle::tgl, 4},
+      // ... with the coherence loss, and JODIE's projection of refined copies.
+      {"tgn_refine4_coherence", model::MemoryKind::gru, model::EmbeddingKind::attention, 1, false,
+       model::AttentionStyle::tgl, 4, 0.5},
+      {"apan_refine4_coherence", model::MemoryKind::transformer, model::EmbeddingKind::identity, 4,
+       true, model::AttentionStyle::tgl, 4, 0.5},
+      {"jodie_refine4", model::MemoryKind::rnn, model::EmbeddingKind::jodie, 1, false,
        model::AttentionStyle::tgl, 4},
   };
   for (const ModelCase& c : cases) {
@@ -116,6 +125,10 @@ TEST_F(GpuTrainer, CudaStepsAndScoresEqualTheCpuFromTheSameState) {
       const double lg = gpu.train_step(sg.step(i), 1);
       worst = std::max(worst, rel(lg, lc));
       EXPECT_LT(rel(lg, lc), 1e-5) << "step " << i + 1 << ": " << lg << " vs " << lc;
+      if (c.coherence > 0) {  // the coherence loss beside it (its target runs the updater)
+        const double cc = cpu.last_step().coherence_loss, cg = gpu.last_step().coherence_loss;
+        EXPECT_LT(rel(cg, cc), 1e-4) << "step " << i + 1 << ": coherence " << cg << " vs " << cc;
+      }
       // The step's write-back: memory rows and mails as the CPU wrote them.
       worst_state = std::max({worst_state, max_abs_diff(gpu.state().memory(), cpu.state().memory()),
                               max_abs_diff(gpu.state().mail(), cpu.state().mail())});

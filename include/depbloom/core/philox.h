@@ -23,6 +23,7 @@ enum class RngPurpose : uint32_t {
   neighbour_uniform = 5,
   new_nodes = 6,
   synth = 7,
+  coherence = 8,
   test = 99,
 };
 
@@ -75,6 +76,15 @@ DB_HOST_DEVICE Philox4 philox_draw(const RngKey& key, uint64_t index, uint32_t l
 
 DB_HOST_DEVICE uint32_t philox_u32(const RngKey& key, uint64_t index, uint32_t lane) {
   return philox_draw(key, index, lane).v[0];
+}
+
+// splitmix64's finaliser: spreads a key (a node, a time's bits, an event) over the 64-bit
+// index space.
+DB_HOST_DEVICE uint64_t mix64(uint64_t z) {
+  z += 0x9e3779b97f4a7c15ULL;
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+  return z ^ (z >> 31);
 }
 
 // Uniform float in [0, 1) with 24 random bits: exact in float on every device.

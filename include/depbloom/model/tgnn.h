@@ -47,12 +47,20 @@ struct TgnnInputs {
   // messages of T terms: term t adds weight * [updated[term_self] || updated[term_other] ||
   // edge_feat[term_eid]] to copy term_row[t] (the mail the write-back builds).
   Tensor refine_base;  // [R] i32 input row in [0, U)
-  Tensor refine_dt;    // [R] the row's time - the latest earlier in-batch event's (state dtype)
+  Tensor refine_dt;    // [R] the read's time - the latest earlier in-batch event's (state dtype)
   Tensor term_row;     // [T] i32 copy in [0, R)
   Tensor term_self, term_other;  // [T] i32 input rows in [0, U)
   Tensor term_eid;               // [T] i64 edge feature row (with edge features)
   Tensor term_weight;            // [T] (state dtype), undefined: every weight is 1
-  uint64_t seed = 0;             // dropout draws: (seed, epoch, counter)
+  // The coherence loss (training with a coherence weight; else undefined): the sampled
+  // copies and their earlier mails in rounds (train::BatchPlan::coherence_*). Round i applies
+  // entries [coh_round[i], coh_round[i+1]) to the first copies of coh_copy, in order.
+  Tensor coh_copy;             // [S] i32 copy in [0, R)
+  Tensor coh_round;            // [rounds + 1] i64 entry offsets, on the HOST
+  Tensor coh_self, coh_other;  // [E] i32 input rows in [0, U) (the mail's endpoints)
+  Tensor coh_eid;              // [E] i64 edge feature row (with edge features)
+  Tensor coh_dt;               // [E] the dt the updater reads the mail with (state dtype)
+  uint64_t seed = 0;           // dropout draws: (seed, epoch, counter)
   uint32_t epoch = 0;
 };
 
@@ -89,21 +97,33 @@ class Tgnn {
   // Refine stage: rows [U, U + R) of updated [U + R, d_input()] from rows [0, U) (filled by
   // update_memory) and in.refine_* / term_*; nothing when in has no refined copies.
   void refine(const Tensor& updated, const TgnnInputs& in, const Tensor& edge_feat, Arena& arena);
+  // After refine, with coherence rows (in.coh_*; training only): target [S, d_mem] = each
+  // sampled copy's base row with its earlier in-batch mails applied in order by the updater
+  // (no gradient; rows.last_update is read with mail_dt_at_event).
+  void coherence_target(const Tensor& target, const Tensor& updated, const TgnnInputs& in,
+                        const MemoryRows& rows, const Tensor& edge_feat, Arena& arena);
+  // loss [1] = coherence_weight * mean over the S copies of |s'_c - target_c|^2, with s' the
+  // refined copies in updated and target the last coherence_target's (a constant).
+  void coherence_loss(const Tensor& loss, const Tensor& updated, const Tensor& target,
+                      Arena& arena);
   // Embed stage: emb [(2+K)B, d_out()] of every root from the updated rows (and copies).
   void embed(const Tensor& emb, const TgnnInputs& in, const Tensor& updated, const MemoryRows& rows,
              const Tensor& edge_feat, bool training, Arena& arena);
   // Predict (the loss stage's first half): logits [(1+K)B] in TGL's order (positives, then
   // the K negative blocks) from emb.
   void predict(const Tensor& logits, const Tensor& emb, Arena& arena);
-  // Accumulates the parameter gradients of loss(logits) given d_logits [(1+K)B], through
-  // the last predict, embed and update_memory (whose buffers must still be alive).
-  void backward(const Tensor& d_logits, Arena& arena);
+  // Accumulates the parameter gradients of loss(logits) + coherence_share * the last
+  // coherence_loss given d_logits [(1+K)B], through the last predict, embed, refine and
+  // update_memory (whose buffers must still be alive).
+  void backward(const Tensor& d_logits, Arena& arena, double coherence_share = 0.0);
 
   bool refines() const { return refiner_ != nullptr; }
 
  private:
   // d_updated [U + R, d_mem]: the copies' gradient pushed onto rows [0, U) (accumulates).
   void refine_backward(const Tensor& d_updated, Arena& arena);
+  // Adds the last coherence loss's gradient (times share) onto the copies of d_updated.
+  void coherence_backward(const Tensor& d_updated, double share, Arena& arena);
 
   TgnnConfig cfg_;
   std::unique_ptr<MemoryPart> memory_;
@@ -117,6 +137,9 @@ class Tgnn {
   MemoryRefinerContext refine_ctx_;
   int64_t refined_ = 0;
   Tensor refine_s_, refine_m_, refine_base_, term_row_, term_self_, term_other_, term_weight_;
+  // The coherence loss's last forward: its copies and s' - target.
+  int64_t coherence_rows_ = 0;
+  Tensor coherence_copy_, coherence_diff_;
 };
 
 }  // namespace depbloom::model

@@ -54,6 +54,8 @@ struct TgnnConfig {
   // the memory rows the trainer lists. Off (no parameters declared) unless refine is set.
   bool refine = false;
   int64_t refine_hidden = 64;
+  // The coherence loss's weight (refinement only; 0: off): Tgnn::coherence_loss.
+  double coherence_weight = 0.0;
 
   int64_t d_mail() const { return 2 * d_mem + d_edge; }
   // Width of a node's input to the embedding: its memory, or one zero column without

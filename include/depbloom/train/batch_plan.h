@@ -81,7 +81,17 @@ struct BatchPlan {
   // lists its earlier in-batch events (refine.request[c] indexes no array kept here).
   RefinePlan refine;
   std::vector<int32_t> refine_row;  // [R] memory row
-  std::vector<double> refine_dt;    // [R] row time - the latest earlier event's time
+  std::vector<double> refine_dt;    // [R] read time - the latest earlier event's time (>= 0)
+  // The coherence loss's rows (training steps with refine.coherence_weight > 0, else empty):
+  // the sampled copies, most earlier events first, and their earlier mails in rounds. Round i
+  // holds entries [coherence_round[i], coherence_round[i+1]): the i-th earlier mail of each of
+  // the first (coherence_round[i+1] - coherence_round[i]) copies, with the dt the updater
+  // reads it with (mail_dt_at_event: in round 0 the event's time, the caller subtracts the
+  // node's last update).
+  std::vector<int32_t> coherence_copy;   // [S] copy in [0, R)
+  std::vector<int64_t> coherence_round;  // [rounds + 1] entry offsets
+  std::vector<int64_t> coherence_mail;   // [entries] mail in writes (2 p + role)
+  std::vector<double> coherence_dt;      // [entries]
 
   int64_t batch() const { return static_cast<int64_t>(events.size()); }
   int64_t roots() const { return static_cast<int64_t>(root_node.size()); }
@@ -108,6 +118,10 @@ class BatchPlanner {
   void plan_batch(BatchPlan& out, const int64_t* events, int64_t count, const int32_t* negatives,
                   int32_t negatives_k, uint32_t epoch, const graph::NeighbourSampler* sampler,
                   int32_t micro_batches = 1);
+  // Draws the coherence loss's copies of a refined plan (each with probability `sample`,
+  // keyed by (seed, epoch) and what the copy is: its node, time and latest earlier event, never
+  // where it sits) and lists their earlier mails in rounds (BatchPlan::coherence_*).
+  void plan_coherence(BatchPlan& p, uint64_t seed, double sample) const;
 
  private:
   void plan_roots(BatchPlan& p, const int64_t* events, int64_t count, const int32_t* negatives,

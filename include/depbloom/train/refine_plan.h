@@ -34,7 +34,7 @@ struct RefinePlan {
   std::vector<int64_t> begin;       // [rows] into event_pos / event_role
   std::vector<int32_t> count;       // [rows] >= 1 earlier events
   std::vector<int64_t> latest;      // [rows] position of the latest earlier event
-  std::vector<double> latest_time;  // [rows] its timestamp (stream time): dt = t_row - this
+  std::vector<double> latest_time;  // [rows] its timestamp (stream time)
   // Each touched node's events in the step (positions ascending), rows point into them.
   std::vector<int64_t> event_pos;
   std::vector<int8_t> event_role;

@@ -48,9 +48,11 @@ struct StepData {
   StagedBatch staged;                   // sample
   model::MemoryRows rows;               // gather
   Tensor updated;                       // memory_update, refine [U + R, d_input]
+  Tensor coherence_target;              // refine [S, d_mem] (with the coherence loss)
   Tensor emb;                           // embed [(2+K)B, d_out]
   Tensor logits, targets;               // loss [(1+K)B]
   double local_loss = 0;                // loss: TGL's loss over this rank's events
+  double coherence_loss = 0;            // loss: this rank's coherence loss (0 without it)
   model::WriteSet writes;               // write_back: this rank's writes
   double loss = 0;                      // write_back: the step's global loss
 

@@ -68,6 +68,7 @@ class BatchStager {
  private:
   void order_rows_by_mail(const BatchPlan& plan, const model::NodeState& state);
   void stage_refine(StagedBatch& out, const BatchPlan& plan, StepArena& arena);
+  void stage_coherence(StagedBatch& out, const BatchPlan& plan, StepArena& arena);
 
   PlanConfig cfg_;
   DType dtype_;
@@ -81,6 +82,8 @@ class BatchStager {
   // Refinement's per-copy and per-term arrays, in input rows.
   std::vector<int32_t> refine_base_, term_row_, term_self_, term_other_;
   std::vector<int64_t> term_eid_;
+  std::vector<int32_t> coh_self_, coh_other_;
+  std::vector<int64_t> coh_eid_;
 };
 
 // The memory rows and mails `plan` writes, from the model's outputs of the staged batch:

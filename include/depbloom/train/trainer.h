@@ -66,6 +66,9 @@ struct TrainerConfig {
   // by `refine_aggregate`.
   int32_t refine_micro_batches = 1;
   RefineAggregate refine_aggregate = RefineAggregate::last;
+  // The coherence loss (model.coherence_weight > 0 with refinement): the share of refined
+  // copies it is computed on, drawn per copy with the event-keyed RNG.
+  double refine_coherence_sample = 0.1;
   // Critical-path pipelining (DESIGN.md 7.3, pipeline.h): off, today's serial step.
   PipelineConfig pipeline;
 };
@@ -82,6 +85,9 @@ struct EvalResult {
 struct EpochResult {
   int epoch = 0;
   double loss = 0.0;  // mean over the epoch's batches of TGL's loss
+  // Mean over the epoch's batches of this rank's coherence loss (added to the loss it trains
+  // on, not to `loss`; 0 without it).
+  double coherence_loss = 0.0;
   int64_t events = 0;
   int64_t batches = 0;        // steps
   double memory_rows = 0.0;   // mean distinct (node, time) memory rows per step
@@ -240,6 +246,7 @@ class Trainer {
   std::vector<double> loss_trace_;
   StageTimes stages_;
   int64_t memory_rows_ = 0, refined_rows_ = 0;
+  double coherence_sum_ = 0;
 };
 
 }  // namespace depbloom::train

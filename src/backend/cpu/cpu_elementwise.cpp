@@ -172,6 +172,23 @@ void mul(const Tensor& out, const Tensor& a, const Tensor& b) {
   });
 }
 
+void scale_rows(const Tensor& out, const Tensor& x, const Tensor& weight) {
+  const int64_t rows = x.dim(0), cols = x.dim(1);
+  visit_float(x.dtype(), [&](auto zero) {
+    using T = decltype(zero);
+    // No restrict: out may alias x.
+    T* po = out.data<T>();
+    const T* px = x.data<T>();
+    const T* pw = weight.data<T>();
+    parallel_for(rows, cols, [&](int64_t begin, int64_t end) {
+      for (int64_t r = begin; r < end; ++r) {
+        const T w = pw[r];
+        for (int64_t c = 0; c < cols; ++c) po[r * cols + c] = px[r * cols + c] * w;
+      }
+    });
+  });
+}
+
 void sum(const Tensor& out, const Tensor& x) {
   visit_float(x.dtype(), [&](auto zero) {
     using T = decltype(zero);

@@ -5,6 +5,7 @@
 // dropout included).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <map>
 #include <vector>
 
@@ -92,6 +93,38 @@ TEST(BatchPlan, ListsTheRowsReadAndTheWritesOfAHandMadeStep) {
 
 // The lookahead of the schedule: before step i runs, the plans of steps i+1 and i+2 are made
 // from the events alone; each step then runs exactly the plan made for it.
+// Refinement's dt runs from a copy's latest earlier in-batch event to its read, never negative:
+// a neighbour's row at an older edge time is read by a later micro-batch after that event.
+// Events 1..4 in 4 micro-batches: node 1's event 1 (t = 11) is in micro-batch 0; row 1@10 (the
+// edge of event 0) is read as a neighbour of 0@12 (micro-batch 1, start 12) and of 0@13
+// (micro-batch 3, start 13); row 1@11 as a neighbour of 2@12 (micro-batch 2); row 1@13 as
+// event 4's destination.
+TEST(BatchPlan, RefinedCopiesDtRunsFromTheLatestEarlierEventToTheRead) {
+  const data::EventStream stream = hand_stream();
+  const graph::TemporalCsr csr = graph::TemporalCsr::build(stream);
+  const graph::RecentSampler sampler(csr, 2, 1);
+  PlanConfig cfg;
+  cfg.hops = 1;
+  cfg.neighbours = 2;
+  BatchPlanner planner(stream, cfg);
+  const int64_t events[] = {1, 2, 3, 4};
+  const int32_t negatives[] = {4, 4, 4, 4};
+  BatchPlan p;
+  planner.plan_batch(p, events, 4, negatives, 1, 0, &sampler, 4);
+  ASSERT_EQ(p.micro_bounds, (std::vector<int64_t>{0, 1, 2, 3, 4}));
+  std::map<double, std::vector<double>> node1_dt;  // node 1's copies by row time (t0 = 10)
+  for (int64_t c = 0; c < p.refined_rows(); ++c) {
+    const auto row = static_cast<size_t>(p.refine_row[static_cast<size_t>(c)]);
+    EXPECT_GE(p.refine_dt[static_cast<size_t>(c)], 0.0) << "copy " << c;
+    if (p.mem_node[row] == 1)
+      node1_dt[p.mem_time[row]].push_back(p.refine_dt[static_cast<size_t>(c)]);
+  }
+  for (auto& [t, dts] : node1_dt) std::sort(dts.begin(), dts.end());
+  EXPECT_EQ(node1_dt[0.0], (std::vector<double>{1, 2}));  // read at 12 and at 13
+  EXPECT_EQ(node1_dt[1.0], (std::vector<double>{1}));     // read at 12
+  EXPECT_EQ(node1_dt[3.0], (std::vector<double>{2}));     // its own time, 13
+}
+
 TEST(BatchPlan, LookaheadPlansAreThePlansTheStepsRun) {
   const data::EventStream stream = dbtraintest::tiny_stream(9, 240, 24, 3);
   const data::ChronoSplit split = dbtraintest::tiny_split(stream, 160, 200);

@@ -1,6 +1,7 @@
 // Critical-path pipelining on one device (pipeline.enabled): the pipelined trainer gives the
 // serial one's loss trace, validation metrics and node state bit for bit (TGN, APAN with
-// neighbour delivery, JODIE; horizons 1 and 2; two epochs), and the urgent/deferred split
+// neighbour delivery, JODIE, TGN with 4 micro-batches and the coherence loss; horizons 1
+// and 2; two epochs), and the urgent/deferred split
 // behaves at its extremes with horizon 1: a stream whose nodes all repeat every step defers
 // nothing, one whose written nodes are never read by the next step defers every row that
 // has a next step (and both still equal the serial run).
@@ -98,6 +99,7 @@ struct Case {
   const char* name;
   Model model;
   int horizon;
+  int32_t micro_batches = 1;  // > 1: refinement with the coherence loss
 };
 void PrintTo(const Case& c, std::ostream* os) {
   *os << c.name;
@@ -109,8 +111,13 @@ TEST_P(PipelineSameResults, EqualsSerialTrainingBitForBit) {
   const EventStream s = tiny_stream(23, 240, 120, 3);
   const ChronoSplit split = tiny_split(s, 160, 200);
   const Case& c = GetParam();
-  const TrainedRun off = train(s, split, config(c.model, false, c.horizon, 16), 2);
-  const TrainedRun on = train(s, split, config(c.model, true, c.horizon, 16), 2);
+  TrainerConfig cfg_off = config(c.model, false, c.horizon, 16);
+  cfg_off.refine_micro_batches = c.micro_batches;
+  if (c.micro_batches > 1) cfg_off.model.coherence_weight = 0.5;
+  TrainerConfig cfg_on = cfg_off;
+  cfg_on.pipeline.enabled = true;
+  const TrainedRun off = train(s, split, cfg_off, 2);
+  const TrainedRun on = train(s, split, cfg_on, 2);
   expect_same_run(on, off);
   for (size_t e = 0; e < on.epochs.size(); ++e) {
     const auto& p = on.epochs[e].pipeline;
@@ -129,7 +136,8 @@ INSTANTIATE_TEST_SUITE_P(Models, PipelineSameResults,
                          ::testing::Values(Case{"tgn_h1", Model::tgn, 1},
                                            Case{"tgn_h2", Model::tgn, 2},
                                            Case{"apan_h2", Model::apan, 2},
-                                           Case{"jodie_h1", Model::jodie, 1}),
+                                           Case{"jodie_h1", Model::jodie, 1},
+                                           Case{"tgn_refine4_h2", Model::tgn, 2, 4}),
                          [](const auto& info) { return std::string(info.param.name); });
 
 // depbloom-train --plan's write-back rows (forecast_epoch, from plans alone) equal what the

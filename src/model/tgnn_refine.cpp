@@ -1,0 +1,142 @@
+// Tgnn's refinement (DESIGN.md 7.2): the refine stage (each refined copy corrected from its
+// earlier in-batch messages), its backward, and the optional coherence loss that pulls the
+// copies toward what the model's own updater gives when it applies those messages in order.
+#include "depbloom/backend/ops.h"
+#include "depbloom/model/tgnn.h"
+#include "model/tgnn_parts.h"
+
+namespace depbloom::model {
+
+void Tgnn::refine(const Tensor& updated, const TgnnInputs& in, const Tensor& edge_feat,
+                  Arena& arena) {
+  const int64_t r = in.refine_base.defined() ? in.refine_base.numel() : 0;
+  refined_ = r;
+  if (r == 0) return;
+  DB_ASSERT(refiner_ != nullptr, "tgnn: {} refined rows but the model has no refiner", r);
+  DB_ASSERT(updated.rank() == 2 && updated.dim(0) == rows_ + r,
+            "tgnn: refinement needs updated [{}, {}], got {}", rows_ + r, cfg_.d_mem,
+            updated.str());
+  const DType dtype = updated.dtype();
+  const int64_t d = cfg_.d_mem, t = in.term_row.numel();
+  const Tensor base = updated.rows(0, rows_);
+  refine_s_ = arena.alloc(dtype, Shape(r, d));
+  ops::gather_rows(refine_s_, base, in.refine_base);
+  // Each term's message as collect() builds the mail: the endpoints' updated rows at that
+  // event and its edge features.
+  Tensor msg = arena.alloc(dtype, Shape(t, cfg_.d_mail()));
+  Tensor self = arena.alloc(dtype, Shape(t, d)), other = arena.alloc(dtype, Shape(t, d));
+  ops::gather_rows(self, base, in.term_self);
+  ops::gather_rows(other, base, in.term_other);
+  if (cfg_.d_edge > 0) {
+    Tensor edge = arena.alloc(dtype, Shape(t, cfg_.d_edge));
+    ops::gather_rows(edge, edge_feat, in.term_eid);
+    ops::concat_cols(msg, {self, other, edge});
+  } else {
+    ops::concat_cols(msg, {self, other});
+  }
+  if (in.term_weight.defined()) ops::scale_rows(msg, msg, in.term_weight);
+  refine_m_ = arena.alloc(dtype, Shape(r, cfg_.d_mail()));
+  ops::fill(refine_m_, 0.0);
+  ops::scatter_add_rows(refine_m_, msg, in.term_row);
+  refiner_->forward(updated.rows(rows_, rows_ + r), refine_ctx_, refine_s_, refine_m_, in.refine_dt,
+                    arena);
+  refine_base_ = in.refine_base, term_row_ = in.term_row;
+  term_self_ = in.term_self, term_other_ = in.term_other, term_weight_ = in.term_weight;
+}
+
+void Tgnn::refine_backward(const Tensor& d_updated, Arena& arena) {
+  const DType dtype = d_updated.dtype();
+  const int64_t r = refined_, d = cfg_.d_mem, t = term_row_.numel();
+  Tensor d_s = arena.alloc(dtype, Shape(r, d));
+  Tensor d_m = arena.alloc(dtype, Shape(r, cfg_.d_mail()));
+  refiner_->backward(d_s, d_m, d_updated.rows(rows_, rows_ + r), refine_ctx_, arena);
+  const Tensor d_base = d_updated.rows(0, rows_);
+  ops::scatter_add_rows(d_base, d_s, refine_base_);
+  Tensor d_msg = arena.alloc(dtype, Shape(t, cfg_.d_mail()));
+  ops::gather_rows(d_msg, d_m, term_row_);
+  if (term_weight_.defined()) ops::scale_rows(d_msg, d_msg, term_weight_);
+  // Edge features are data: their columns' gradient is dropped.
+  Tensor d_self = arena.alloc(dtype, Shape(t, d)), d_other = arena.alloc(dtype, Shape(t, d));
+  if (cfg_.d_edge > 0) {
+    ops::split_cols({d_self, d_other, arena.alloc(dtype, Shape(t, cfg_.d_edge))}, d_msg);
+  } else {
+    ops::split_cols({d_self, d_other}, d_msg);
+  }
+  ops::scatter_add_rows(d_base, d_self, term_self_);
+  ops::scatter_add_rows(d_base, d_other, term_other_);
+}
+
+// Round i applies each of the first copies' i-th earlier mail (the plan sorted them by count)
+// to what the previous round left, starting from the copies' base rows.
+void Tgnn::coherence_target(const Tensor& target, const Tensor& updated, const TgnnInputs& in,
+                            const MemoryRows& rows, const Tensor& edge_feat, Arena& arena) {
+  const int64_t s = in.coh_copy.defined() ? in.coh_copy.numel() : 0, d = cfg_.d_mem;
+  DB_ASSERT(target.rank() == 2 && target.dim(0) == s && target.dim(1) == d,
+            "tgnn: the coherence target of {} copies must be [{}, {}], got {}", s, s, d,
+            target.str());
+  coherence_copy_ = in.coh_copy;
+  if (s == 0) return;
+  DB_ASSERT(refined_ > 0, "tgnn: a coherence target without refined copies");
+  DB_ASSERT(in.coh_round.device().is_cpu() && in.coh_round.dtype() == DType::i64,
+            "tgnn: the coherence rounds must be host i64 offsets, got {}", in.coh_round.str());
+  const DType dtype = target.dtype();
+  const Tensor base = updated.rows(0, rows_);
+  ops::gather_rows(target, refine_s_, in.coh_copy);
+  Tensor self = arena.alloc(dtype, Shape(s, d)), other = arena.alloc(dtype, Shape(s, d));
+  Tensor edge = cfg_.d_edge > 0 ? arena.alloc(dtype, Shape(s, cfg_.d_edge)) : Tensor{};
+  Tensor msg = arena.alloc(dtype, Shape(s, cfg_.d_mail()));
+  Tensor next = arena.alloc(dtype, Shape(s, d));
+  const int64_t* round = in.coh_round.data<int64_t>();
+  for (int64_t i = 0; i + 1 < in.coh_round.numel(); ++i) {
+    const int64_t lo = round[i], hi = round[i + 1], n = hi - lo;
+    ops::gather_rows(self.rows(0, n), base, in.coh_self.rows(lo, hi));
+    ops::gather_rows(other.rows(0, n), base, in.coh_other.rows(lo, hi));
+    if (cfg_.d_edge > 0) {
+      ops::gather_rows(edge.rows(0, n), edge_feat, in.coh_eid.rows(lo, hi));
+      ops::concat_cols(msg.rows(0, n), {self.rows(0, n), other.rows(0, n), edge.rows(0, n)});
+    } else {
+      ops::concat_cols(msg.rows(0, n), {self.rows(0, n), other.rows(0, n)});
+    }
+    Tensor dt = in.coh_dt.rows(lo, hi);
+    if (cfg_.mail_dt_at_event && i == 0) {  // the first mail's age: since the step's last update
+      Tensor last = arena.alloc(dtype, Shape(refined_, 1));
+      ops::gather_rows(last, rows.last_update.reshape(Shape(rows_, 1)), refine_base_);
+      Tensor own = arena.alloc(dtype, Shape(n, 1));
+      ops::gather_rows(own, last, in.coh_copy.rows(0, n));
+      dt = arena.alloc(dtype, Shape(n));
+      ops::copy(dt, in.coh_dt.rows(lo, hi));
+      ops::axpy(dt, -1.0, own.reshape(Shape(n)));
+    }
+    memory_->apply_detached(next.rows(0, n), target.rows(0, n), msg.rows(0, n), dt, arena);
+    ops::copy(target.rows(0, n), next.rows(0, n));
+  }
+}
+
+void Tgnn::coherence_loss(const Tensor& loss, const Tensor& updated, const Tensor& target,
+                          Arena& arena) {
+  const int64_t s = target.dim(0), d = cfg_.d_mem;
+  DB_ASSERT(loss.numel() == 1 && coherence_copy_.defined() && coherence_copy_.numel() == s,
+            "tgnn: the coherence loss of {} copies after a target of {}", s, coherence_copy_.str());
+  coherence_rows_ = s;
+  if (s == 0) {
+    ops::fill(loss, 0.0);
+    return;
+  }
+  coherence_diff_ = arena.alloc(target.dtype(), Shape(s, d));
+  ops::gather_rows(coherence_diff_, updated.rows(rows_, rows_ + refined_), coherence_copy_);
+  ops::axpy(coherence_diff_, -1.0, target);
+  ops::sum_squares(loss, coherence_diff_);
+  ops::scale(loss, cfg_.coherence_weight / static_cast<double>(s));
+}
+
+// d s'_c += share * weight * 2 (s'_c - target_c) / S; the target is a constant.
+void Tgnn::coherence_backward(const Tensor& d_updated, double share, Arena& arena) {
+  const int64_t s = coherence_rows_;
+  if (s == 0 || share == 0.0 || cfg_.coherence_weight == 0.0) return;
+  Tensor grad = arena.alloc(d_updated.dtype(), coherence_diff_.shape());
+  ops::copy(grad, coherence_diff_);
+  ops::scale(grad, 2.0 * share * cfg_.coherence_weight / static_cast<double>(s));
+  ops::scatter_add_rows(d_updated.rows(rows_, rows_ + refined_), grad, coherence_copy_);
+}
+
+}  // namespace depbloom::model
