@@ -105,6 +105,18 @@ cmd_test() {
       -DDEPBLOOM_BUILD_TESTS=OFF -DDEPBLOOM_BUILD_BENCHMARKS=OFF -DDEPBLOOM_MPI=OFF
     tests/fuzz/run_fuzzers.sh "$BUILD-fuzz" || rc=1
   fi
+  # 4. ThreadSanitizer: clang + libomp (with the Archer tool), the libraries and only the
+  #    tsan suite (the pipelined trainer's side thread against the main thread's OpenMP team).
+  if [ "${DEPBLOOM_SKIP_TSAN:-0}" != "1" ]; then
+    local dir="$BUILD-tsan" start=$SECONDS
+    log "configuring $dir"
+    CC=clang CXX=clang++ cmake -S . -B "$dir" -G Ninja -DCMAKE_BUILD_TYPE=Release -DDEPBLOOM_TSAN=ON \
+      -DDEPBLOOM_CUDA=OFF -DDEPBLOOM_BUILD_BENCHMARKS=OFF -DDEPBLOOM_MPI=OFF >"$dir.configure.log" 2>&1 ||
+      { cat "$dir.configure.log"; exit 1; }
+    cmake --build "$dir" -j "$JOBS" --target test_pipeline_tsan
+    log "built $dir in $((SECONDS - start)) s"
+    run_ctest "$dir" -L tsan || rc=1
+  fi
   log "test command finished in $((SECONDS - t0)) s"
   print_summary
   return "$rc"

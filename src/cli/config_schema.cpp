@@ -188,6 +188,15 @@ void declare_gnn_train(OptionRegistry& r) {
   r.bind("refine.coherence_sample", FIELD(trainer.refine_coherence_sample),
          "share of the refined rows the coherence loss is computed on, drawn per row with the "
          "event-keyed random numbers (in (0, 1])");
+
+  // Critical-path pipelining (DESIGN.md 7.3, docs/strategies.md).
+  r.bind("pipeline.enabled", FIELD(trainer.pipeline.enabled),
+         "apply the rows the next pipeline.horizon steps read at once and the rest on a side "
+         "thread overlapped with the next step (same results as off)");
+  r.bind("pipeline.horizon", FIELD(trainer.pipeline.horizon),
+         "steps of lookahead: a row written now and read within them is urgent (never past a "
+         "depbloom window end)",
+         1);
 }
 
 // Where the events come from and how they are read and split (docs/data.md).
@@ -251,7 +260,8 @@ void declare_eval_run_dist(OptionRegistry& r) {
   r.bind("run.device", FIELD(run.device),
          "auto, cpu or cuda:N (auto: the first usable GPU, else CPU)");
   r.bind("run.threads", FIELD(run.threads),
-         "CPU threads; 0 uses all cores (under mpirun: the cores over the ranks on the machine)",
+         "CPU threads of the OpenMP team; 0 uses all cores (under mpirun: the cores over the "
+         "ranks on the machine); pipeline.enabled adds one side thread not counted here",
          0);
   r.bind("run.out", FIELD(run.out), "run folder for the config, logs and checkpoints");
   r.bind("run.log_every", FIELD(run.log_every),

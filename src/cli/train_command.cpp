@@ -143,6 +143,10 @@ void print_plan(train::Trainer& trainer, const train::TrainerConfig& tc, int ran
         c.plan_events > 0 ? double(c.cut_events) / double(c.plan_events) : 0.0, c.max_imbalance,
         c.migrated_nodes,
         c.window_nodes > 0 ? 100.0 * double(c.migrated_nodes) / double(c.window_nodes) : 0.0);
+  const train::PipelineCounts& p = f.pipeline;
+  spdlog::info("plan: write-back rows (pipeline {}, horizon {}): urgent {}, deferred {}, sync {}",
+               tc.pipeline.enabled ? "on" : "off", tc.pipeline.horizon, p.urgent_rows,
+               p.deferred_rows, p.sync_rows);
   if (ranks > 1)
     spdlog::info("plan: {} node-state exchanges: {} memory rows, {} mails, {:.2f} MB", c.exchanges,
                  c.exchanged_rows, c.exchanged_mails, static_cast<double>(c.exchange_bytes) / 1e6);
@@ -157,6 +161,12 @@ void print_plan(train::Trainer& trainer, const train::TrainerConfig& tc, int ran
       {"events", f.events},
       {"seconds", watch.seconds()},
       {"comm", train::comm_json(r)},
+      {"write_back",
+       {{"pipeline", tc.pipeline.enabled},
+        {"horizon", tc.pipeline.horizon},
+        {"urgent_rows", p.urgent_rows},
+        {"deferred_rows", p.deferred_rows},
+        {"sync_rows", p.sync_rows}}},
       {"work", work_json(work)},
       {"flops",
        {{"forward", flops.forward}, {"backward", flops.backward}, {"total", flops.total()}}}};
@@ -202,6 +212,7 @@ class LoggingObserver final : public train::FitObserver {
                  r.loss, r.train_seconds, eps, eval_text("val", r.val), r.val_new.valid ? "; " : "",
                  eval_text("new-node val", r.val_new), comm_text(r));
     spdlog::info("{}", stages_text(r));
+    spdlog::info("  {}", train::critical_path_text(r));
   }
 
   void on_early_stop(int epoch, int64_t stale) override {

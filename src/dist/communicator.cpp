@@ -9,6 +9,7 @@
 #include <numeric>
 #include <thread>
 
+#include "depbloom/core/timer.h"
 #include "depbloom/dist/local_communicator.h"
 #include "depbloom/dist/watchdog.h"
 #include "dist/backends.h"
@@ -159,10 +160,12 @@ void Communicator::check_all_gather_v(const char* op, const Tensor& send, const 
 void Communicator::all_reduce(const Tensor& buf, ReduceOp op) {
   check_all_reduce("all_reduce", buf);
   const int64_t seq = begin_collective();
+  const Stopwatch watch;
   {
     Watchdog::Scope guard(watchdog_.get(), "all_reduce", seq);
     do_all_reduce(buf, op);
   }
+  stats_.wait_seconds += watch.seconds();
   stats_.add(CollectiveKind::all_reduce, static_cast<int64_t>(buf.bytes()), false);
 }
 
@@ -177,10 +180,12 @@ void Communicator::all_gather(const Tensor& send, const Tensor& recv) {
             "all_gather: recv {} must hold {} ranks x {} elements", recv.str(), size(),
             send.numel());
   const int64_t seq = begin_collective();
+  const Stopwatch watch;
   {
     Watchdog::Scope guard(watchdog_.get(), "all_gather", seq);
     do_all_gather(send, recv);
   }
+  stats_.wait_seconds += watch.seconds();
   stats_.add(CollectiveKind::all_gather, static_cast<int64_t>(recv.bytes()), false);
 }
 
@@ -188,10 +193,12 @@ void Communicator::all_gather_v(const Tensor& send, const Tensor& recv,
                                 const std::vector<int64_t>& counts) {
   check_all_gather_v("all_gather_v", send, recv, counts);
   const int64_t seq = begin_collective();
+  const Stopwatch watch;
   {
     Watchdog::Scope guard(watchdog_.get(), "all_gather_v", seq);
     do_all_gather_v(send, recv, counts);
   }
+  stats_.wait_seconds += watch.seconds();
   stats_.add(CollectiveKind::all_gather_v, static_cast<int64_t>(recv.bytes()), false);
 }
 
@@ -199,19 +206,23 @@ void Communicator::broadcast(const Tensor& buf, int root) {
   DB_ASSERT(buf.defined(), "broadcast: buffer {} has no data", buf.str());
   DB_ASSERT(root >= 0 && root < size(), "broadcast: root {} is not a rank of {}", root, size());
   const int64_t seq = begin_collective();
+  const Stopwatch watch;
   {
     Watchdog::Scope guard(watchdog_.get(), "broadcast", seq);
     do_broadcast(buf, root);
   }
+  stats_.wait_seconds += watch.seconds();
   stats_.add(CollectiveKind::broadcast, static_cast<int64_t>(buf.bytes()), false);
 }
 
 void Communicator::barrier() {
   const int64_t seq = begin_collective();
+  const Stopwatch watch;
   {
     Watchdog::Scope guard(watchdog_.get(), "barrier", seq);
     do_barrier();
   }
+  stats_.wait_seconds += watch.seconds();
   stats_.add(CollectiveKind::barrier, 0, false);
 }
 

@@ -69,7 +69,7 @@ double DepbloomStrategy::reconcile(const StepWrites& w) {
     if (journal_ == nullptr) journal_ = std::make_unique<WindowJournal>(*w.state);
     Arena& arena = w.arena->device();
     journal_->record(w.writes, *w.state, arena);
-    w.state->apply(w.writes, model::WriteFilter{}, arena);
+    apply_writes(w, w.writes);
     if (w.step->sync == SyncPoint::exchange) exchange(w);
   }
   return loss_sum_ / static_cast<double>(std::max<int64_t>(1, w.step->global_count));
@@ -160,9 +160,16 @@ EpochForecast DepbloomStrategy::forecast(const ForecastInput& in) {
   for (int64_t i = 0; i < first.size(); ++i) {
     f.steps += 1, f.events += first.step(i).global_count;
     f.counts.local_events += first.step(i).count;
-    f.comm.add(dist::CollectiveKind::all_reduce, in.parameter_bytes, false);
+    f.comm.add(dist::CollectiveKind::all_reduce, in.parameter_bytes, in.pipeline.enabled);
     f.comm.add(dist::CollectiveKind::all_reduce, 8, false);  // the loss
   }
+  BatchPlan own;
+  f.pipeline =
+      forecast_write_back(in, first, true, [&](int64_t i, std::vector<const PlannedWrites*>& out) {
+        if (first.step(i).count == 0) return;
+        in.plan(own, first.step(i));
+        out.push_back(&own.writes);
+      });
   if (!in.memory && !in.observe) return f;
   // Per window end, summed over the ranks: memory rows, mailed nodes, mails held.
   struct Sizes {

@@ -1,6 +1,8 @@
 // The JSON lines of a run's metrics.jsonl and steps.jsonl.
 #include "depbloom/train/run_log.h"
 
+#include <fmt/format.h>
+
 #include <fstream>
 #include <vector>
 
@@ -51,6 +53,38 @@ json comm_json(const EpochResult& r) {
   return j;
 }
 
+json critical_path_json(const EpochResult& r) {
+  double main_busy = 0;
+  for (const double s : r.stages.seconds) main_busy += s;
+  const PipelineCounts& p = r.pipeline;
+  return {
+      {"loop_s", r.loop_seconds},
+      {"busy_s", {{"main", main_busy}, {"side", p.side_busy}}},
+      {"hidden_s", p.hidden()},
+      {"overlapped",
+       {{"deferred_write",
+         {{"busy_s", p.apply_busy}, {"hidden_s", p.apply_hidden}, {"applies", p.deferred_applies}}},
+        {"prefetch_plan",
+         {{"busy_s", p.prefetch_busy},
+          {"hidden_s", p.prefetch_hidden},
+          {"plans", p.prefetched_plans}}}}},
+      {"side_wait_s", p.side_wait},
+      {"collective_wait_s", r.comm.wait_seconds},
+      {"rows", {{"urgent", p.urgent_rows}, {"deferred", p.deferred_rows}, {"sync", p.sync_rows}}},
+      {"deferred_share", p.deferred_share()}};
+}
+
+std::string critical_path_text(const EpochResult& r) {
+  const json j = critical_path_json(r);
+  const PipelineCounts& p = r.pipeline;
+  return fmt::format(
+      "critical path: step loop {:.2f} s, busy main {:.2f} s / side {:.2f} s, hidden {:.3f} s, "
+      "waits side queue {:.3f} s / collectives {:.3f} s; rows urgent {} deferred {} sync {} "
+      "(deferred share {:.3f})",
+      r.loop_seconds, j["busy_s"]["main"].get<double>(), p.side_busy, p.hidden(), p.side_wait,
+      r.comm.wait_seconds, p.urgent_rows, p.deferred_rows, p.sync_rows, p.deferred_share());
+}
+
 json epoch_json(const EpochResult& r) {
   json stages = json::object();
   for (int s = 0; s < kStages; ++s)
@@ -69,6 +103,7 @@ json epoch_json(const EpochResult& r) {
           {"val_new_nodes", eval_json(r.val_new)},
           {"eval_seconds", r.eval_seconds},
           {"stage_s", stages},
+          {"critical_path", critical_path_json(r)},
           {"comm", comm_json(r)}};
 }
 

@@ -8,6 +8,7 @@
 #include <algorithm>
 
 #include "depbloom/core/error.h"
+#include "depbloom/core/timer.h"
 #include "depbloom/train/depbloom_strategy.h"
 #include "depbloom/train/strict_strategy.h"
 
@@ -69,8 +70,16 @@ void SingleDeviceStrategy::schedule(Schedule& out, const std::vector<int64_t>& t
   contiguous_schedule(out, train, batch_size, max_steps, 0, 1, SyncPoint::none);
 }
 
+void apply_writes(const StepWrites& w, const model::WriteSet& writes) {
+  if (w.writer != nullptr) {
+    w.writer->apply(writes, *w.state, w.arena->device());
+  } else {
+    w.state->apply(writes, model::WriteFilter{}, w.arena->device());
+  }
+}
+
 double SingleDeviceStrategy::reconcile(const StepWrites& w) {
-  if (w.memory) w.state->apply(w.writes, model::WriteFilter{}, w.arena->device());
+  if (w.memory) apply_writes(w, w.writes);
   counts_.local_events += w.step->count;
   return w.local_loss;
 }
@@ -82,6 +91,16 @@ void RankedStrategy::sync_parameters(model::ParameterStore& store) {
 
 void RankedStrategy::reduce_gradients(model::ParameterStore& store) {
   comm_.all_reduce(store.grads(), dist::ReduceOp::sum);
+}
+
+void RankedStrategy::start_reduce(model::ParameterStore& store) {
+  pending_reduce_ = comm_.iall_reduce(store.grads(), dist::ReduceOp::sum);
+}
+
+double RankedStrategy::finish_reduce() {
+  Stopwatch watch;
+  pending_reduce_.wait();
+  return watch.seconds();
 }
 
 void StrictStrategy::schedule(Schedule& out, const std::vector<int64_t>& train, int64_t batch_size,

@@ -96,7 +96,7 @@ void StrictStrategy::exchange_and_apply(const StepWrites& w, int64_t mem_total,
     }
   }
   all.mail_order = mail_order_.data();
-  state.apply(all, model::WriteFilter{}, arena);
+  apply_writes(w, all);
   const auto width = static_cast<int64_t>(dtype_size(dtype));
   counts_.exchanges += 1;
   counts_.exchange_bytes +=
@@ -118,7 +118,7 @@ EpochForecast StrictStrategy::forecast(const ForecastInput& in) {
     const int64_t begin = b * in.batch_size, count = std::min(in.batch_size, total - begin);
     f.steps += 1, f.events += count;
     f.counts.local_events += contiguous_part(in.train->data() + begin, count, 0, in.ranks).count;
-    f.comm.add(dist::CollectiveKind::all_reduce, in.parameter_bytes, false);
+    f.comm.add(dist::CollectiveKind::all_reduce, in.parameter_bytes, in.pipeline.enabled);
     f.comm.add(dist::CollectiveKind::all_gather, kFields * in.ranks * 8, false);
     if (!in.memory && !in.observe) continue;
     int64_t rows = 0, mails = 0;
@@ -141,6 +141,27 @@ EpochForecast StrictStrategy::forecast(const ForecastInput& in) {
     f.counts.exchange_bytes +=
         rows * (4 + (in.memory_dim + 1) * vb) + mails * (4 + (in.mail_dim + 1) * vb);
   }
+  // Rank 0's write-back: its own parts are its lookahead, every rank's writes are applied.
+  Schedule mine;
+  for (int64_t b = 0; b < steps; ++b) {
+    const int64_t begin = b * in.batch_size, count = std::min(in.batch_size, total - begin);
+    ScheduledStep s = contiguous_part(in.train->data() + begin, count, 0, in.ranks);
+    s.index = b;
+    s.sync = SyncPoint::exchange;
+    mine.add(s);
+  }
+  std::vector<BatchPlan> parts(static_cast<size_t>(in.ranks));
+  f.pipeline =
+      forecast_write_back(in, mine, false, [&](int64_t b, std::vector<const PlannedWrites*>& out) {
+        const int64_t begin = b * in.batch_size;
+        const int64_t count = std::min(in.batch_size, total - begin);
+        for (int r = 0; r < in.ranks; ++r) {
+          const ScheduledStep part = contiguous_part(in.train->data() + begin, count, r, in.ranks);
+          if (part.count == 0) continue;
+          in.plan(parts[static_cast<size_t>(r)], part);
+          out.push_back(&parts[static_cast<size_t>(r)].writes);
+        }
+      });
   return f;
 }
 

@@ -52,7 +52,7 @@ std::unique_ptr<model::NodeState> make_state(const data::EventStream& stream,
 
 Trainer::Trainer(const data::EventStream& stream, const data::ChronoSplit& split,
                  const TrainerConfig& cfg)
-    : stream_(stream), split_(split), cfg_(cfg), arena_(cfg.device) {
+    : stream_(stream), split_(split), cfg_(cfg), arena_(std::make_unique<StepArena>(cfg.device)) {
   DB_ASSERT(cfg.dtype == DType::f32 || cfg.device.is_cpu(), "f64 training runs on the CPU only");
   if (split.train.empty()) DB_THROW(data, "{}: the training split is empty", stream.source);
   cfg_.model.d_edge = stream.edge_dim;
@@ -101,6 +101,15 @@ Trainer::Trainer(const data::EventStream& stream, const data::ChronoSplit& split
     }
   }
   make_targets();
+  DB_ASSERT(cfg.pipeline.horizon >= 1, "pipeline.horizon is {}", cfg.pipeline.horizon);
+  if (cfg.pipeline.enabled) {
+    spare_arena_ = std::make_unique<StepArena>(cfg.device);
+    ahead_.resize(static_cast<size_t>(cfg.pipeline.horizon) + 2);
+    ahead_step_.assign(ahead_.size(), -1);
+  }
+  // The side thread only on a CPU run: a CUDA step's writes stay on its stream.
+  writer_ =
+      std::make_unique<StepWriter>(stream.num_nodes, cfg.pipeline.enabled && cfg.device.is_cpu());
   const int64_t most = std::max(cfg.batch_size, cfg.eval_batch_size);
   negatives_.reserve(static_cast<size_t>(most * std::max(1, cfg.eval_negatives)));
   const size_t eval_events = split.val.size() + split.test.size();
@@ -144,7 +153,9 @@ void Trainer::make_targets() {
 }
 
 const Schedule& Trainer::schedule_epoch() {
+  writer_->flush();  // the deferred writes may point into the old schedule's steps' plans
   strategy_->schedule(schedule_, split_.train, cfg_.batch_size, cfg_.max_batches);
+  std::fill(ahead_step_.begin(), ahead_step_.end(), -1);
   return schedule_;
 }
 
@@ -165,6 +176,7 @@ EpochForecast Trainer::forecast_epoch(
   in.mail_slots = state_->mail_slots();
   in.memory = plan_cfg_.memory;
   in.plan = [this](BatchPlan& out, const ScheduledStep& step) { plan_step(out, step, 1); };
+  in.pipeline = cfg_.pipeline;
   in.observe = std::move(observe);
   if (ranks > 1) return strategy_entry(cfg_.strategy).forecast(in);
   EpochForecast f;  // one device: its steps, nothing exchanged
@@ -177,6 +189,12 @@ EpochForecast Trainer::forecast_epoch(
     in.plan(plan, steps.step(i));
     in.observe(0, steps.step(i), plan);
   }
+  f.pipeline =
+      forecast_write_back(in, steps, false, [&](int64_t i, std::vector<const PlannedWrites*>& out) {
+        if (steps.step(i).count == 0) return;
+        in.plan(plan, steps.step(i));
+        out.push_back(&plan.writes);
+      });
   return f;
 }
 
@@ -185,8 +203,11 @@ EpochResult Trainer::run_epoch(int epoch, const ProgressFn& progress) {
   r.epoch = epoch;
   r.strategy = strategy_->name();
   stages_ = StageTimes{};
+  reduce_wait_ = 0;
   memory_rows_ = 0, refined_rows_ = 0, coherence_sum_ = 0;
+  writer_->reset_counts();
   strategy_->begin_epoch();
+  writer_->flush();
   state_->reset();
   if (cfg_.comm != nullptr) cfg_.comm->reset_stats();
   Stopwatch watch;
@@ -195,11 +216,15 @@ EpochResult Trainer::run_epoch(int epoch, const ProgressFn& progress) {
   loss_trace_.reserve(loss_trace_.size() + static_cast<size_t>(n));
   double loss_sum = 0;
   const int64_t waits_before = backend::host_waits();
+  Stopwatch loop;
   for (int64_t i = 0; i < n; ++i) {
     loss_sum += train_step(steps.step(i), epoch);
     r.events += steps.step(i).global_count;
     if (progress) progress(i + 1, n, loss_sum / static_cast<double>(i + 1));
   }
+  writer_->flush();  // evaluation and checkpoints read every row
+  r.loop_seconds = loop.seconds();
+  r.pipeline = writer_->counts();
   const auto waits = static_cast<double>(backend::host_waits() - waits_before);
   r.host_waits = n > 0 ? waits / static_cast<double>(n) : 0.0;
   if (cfg_.device.is_cuda()) backend::synchronize(cfg_.device.index);
@@ -213,6 +238,7 @@ EpochResult Trainer::run_epoch(int epoch, const ProgressFn& progress) {
   if (cfg_.comm != nullptr) {
     r.ranks = cfg_.comm->size();
     r.comm = cfg_.comm->stats();
+    r.comm.wait_seconds += reduce_wait_;  // the non-blocking reductions' waits
     r.counts = strategy_->counts();
   }
 
@@ -231,6 +257,7 @@ EpochResult Trainer::run_epoch(int epoch, const ProgressFn& progress) {
 }
 
 std::pair<EvalResult, EvalResult> Trainer::test() {
+  writer_->flush();
   EvalResult all, fresh;
   const bool new_nodes = cfg_.new_nodes && !split_.new_node_test.empty();
   if (new_nodes) backup_a_->copy_from(*state_);

@@ -38,6 +38,7 @@ std::string layout_signature(const model::ParameterStore& store) {
 }  // namespace
 
 Checkpoint Trainer::save(int64_t epoch, const std::string& config_text) const {
+  writer_->flush();  // the node state whole
   Checkpoint c;
   c.epoch = epoch;
   c.step = store_->adam_steps();
@@ -59,6 +60,7 @@ Checkpoint Trainer::save(int64_t epoch, const std::string& config_text) const {
 }
 
 void Trainer::load(const Checkpoint& c) {
+  writer_->flush();
   const std::string where = c.source.empty() ? std::string("checkpoint") : c.source;
   const std::string sig = layout_signature(*store_);
   const CheckpointBlob* layout = c.find("model.layout");

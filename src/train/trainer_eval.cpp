@@ -20,14 +20,14 @@ int32_t Trainer::eval_micro_batches() const {
 void Trainer::evaluate_batch(const int64_t* batch, int64_t count, uint32_t split_id) {
   const int32_t k = cfg_.eval_negatives;
   const DType dtype = store_->dtype();
-  Arena& arena = arena_.device();
+  Arena& arena = arena_->device();
   StepData& d = data_;
-  arena_.reset();
+  arena_->reset();
   negatives_.resize(static_cast<size_t>(count * k));
   eval_negatives_->sample_events(split_id, batch, count, negatives_.data());
   planner_->plan_batch(d.plan, batch, count, negatives_.data(), k, 0, eval_sampler_.get(),
                        eval_micro_batches());
-  d.staged = stager_->stage(d.plan, *state_, arena_);
+  d.staged = stager_->stage(d.plan, *state_, *arena_);
   d.staged.in.seed = cfg_.seed;
   const model::TgnnInputs& in = d.staged.in;
   model_->gather(d.rows, *state_, in, arena);
@@ -44,7 +44,7 @@ void Trainer::evaluate_batch(const int64_t* batch, int64_t count, uint32_t split
   if (dtype == DType::f32) {
     ops::copy(Tensor::wrap(scores_.data(), Shape(n)), logits);
   } else {
-    Tensor host = arena_.host().alloc(DType::f64, Shape(n));
+    Tensor host = arena_->host().alloc(DType::f64, Shape(n));
     ops::copy(host, logits);
     for (int64_t i = 0; i < n; ++i)
       scores_[static_cast<size_t>(i)] = static_cast<float>(host.data<double>()[i]);
@@ -63,7 +63,7 @@ void Trainer::evaluate_batch(const int64_t* batch, int64_t count, uint32_t split
   }
   if (!plan_cfg_.memory) return;
   const model::WriteSet writes = collect(d.plan, d.staged, plan_cfg_, d.memory_rows(),
-                                         d.rows.last_update, edge_feat_.view(), arena_);
+                                         d.rows.last_update, edge_feat_.view(), *arena_);
   state_->apply(writes, model::WriteFilter{}, arena);
 }
 

@@ -79,6 +79,36 @@ TEST_P(WarmTrainStep, AllocatesNothing) {
   EXPECT_EQ(trainer.arena().system_allocations(), arena_chunks) << "the arena grew";
 }
 
+// Pipelined (pipeline.enabled): the warm step plans ahead, applies its urgent rows and hands
+// the rest to the side thread, whose apply of the step before runs while it is counted; none
+// of it allocates.
+TEST(WarmPipelinedTrainStep, AllocatesNothing) {
+  const auto stream = dbtraintest::tiny_stream(5, 200, 60, 4);
+  const auto split = dbtraintest::tiny_split(stream, 140, 170);
+  auto cfg = trainer_config({"apan", depbloom::model::MemoryKind::transformer,
+                             depbloom::model::EmbeddingKind::identity, 1, 3, true});
+  cfg.batch_size = 16;
+  cfg.pipeline.enabled = true;
+  depbloom::train::Trainer trainer(stream, split, cfg);
+  // Plans move between the lookahead's slots and the two step data sets, so each buffer
+  // meets the largest steps only after a few epochs.
+  for (int e = 1; e <= 6; ++e) trainer.run_epoch(e);
+  const depbloom::train::Schedule& steps = trainer.schedule_epoch();
+  ASSERT_GE(steps.size(), 7);
+  for (int64_t i = 0; i < 5; ++i) trainer.train_step(steps.step(i), 7);
+  const int64_t arena_chunks = trainer.arena().system_allocations();
+  const int64_t deferred = trainer.pipeline_counts().deferred_rows;
+  g_allocations = 0;
+  g_counting = true;
+  const double loss = trainer.train_step(steps.step(5), 7);
+  trainer.flush_writes();
+  g_counting = false;
+  EXPECT_TRUE(loss > 0.0) << loss;
+  EXPECT_GT(trainer.pipeline_counts().deferred_rows, deferred) << "the side thread did nothing";
+  EXPECT_EQ(g_allocations.load(), 0) << "heap allocations in a warm pipelined train_step";
+  EXPECT_EQ(trainer.arena().system_allocations(), arena_chunks) << "the arena grew";
+}
+
 const TrainerCase kTrainerCases[] = {
     {"tgn_attention", depbloom::model::MemoryKind::gru, depbloom::model::EmbeddingKind::attention,
      1, 1, false},

@@ -134,6 +134,7 @@ void expect_deferred_write_back_equal(const std::string& config) {
   ASSERT_GE(want.size(), static_cast<size_t>(steps.size()));
   for (int64_t i = 0; i < steps.size(); ++i) {
     const double loss = trainer.train_step(steps.step(i), 1);
+    trainer.flush_writes();  // pipeline.enabled (the CLI's default): the deferred rows land
     const double recorded = want[static_cast<size_t>(i)].get<double>();
     EXPECT_LE(std::abs(loss - recorded), kRelTol * std::abs(recorded)) << "step " << i + 1;
     for (size_t n = 0; n < mark.size(); ++n) mark[n] = ((n * 2654435761u) >> (i % 7)) & 1u;

@@ -15,6 +15,7 @@ mpirun=${5:-mpirun}
 rm -rf "$out"
 mkdir -p "$(dirname "$out")"
 log="$out.log"
+rm -f "$log"  # an earlier run's log would show its "epoch 1 [" line before ours truncates it
 pid=
 fail() {
   echo "FAIL: $*"

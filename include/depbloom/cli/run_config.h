@@ -77,8 +77,16 @@ struct DistSection {
   double timeout_s = 600;
 };
 
+// The CLI's trainer defaults: the library's, with the pipeline on (it gives the serial
+// step's results bit for bit; TrainerConfig itself leaves it off for direct users).
+inline train::TrainerConfig cli_trainer_defaults() {
+  train::TrainerConfig t;
+  t.pipeline.enabled = true;
+  return t;
+}
+
 struct RunConfig {
-  train::TrainerConfig trainer;
+  train::TrainerConfig trainer = cli_trainer_defaults();
   train::FitOptions fit;
   data::LoadOptions load;
   data::SplitSpec split;

@@ -40,6 +40,9 @@ struct CollectiveCounts {
 
 struct CommStats {
   std::array<CollectiveCounts, kNumCollectiveKinds> by_kind{};
+  // Seconds this rank spent inside blocking collectives (waiting for its peers included):
+  // the collectives' share of the critical path. Not part of a forecast.
+  double wait_seconds = 0;
 
   const CollectiveCounts& operator[](CollectiveKind k) const {
     return by_kind[static_cast<size_t>(k)];
@@ -48,7 +51,7 @@ struct CommStats {
   void add(CollectiveKind k, int64_t bytes, bool nonblocking);
   int64_t total_calls() const;
   int64_t total_bytes() const;
-  void reset() { by_kind = {}; }
+  void reset() { by_kind = {}, wait_seconds = 0; }
 };
 
 namespace detail {

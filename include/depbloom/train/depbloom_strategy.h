@@ -32,6 +32,7 @@ class DepbloomStrategy final : public RankedStrategy {
   DepbloomStrategy(dist::Communicator& comm, const data::EventStream& stream,
                    const partition::PartitionConfig& partition, uint64_t seed);
   const char* name() const override { return "depbloom"; }
+  bool windowed() const override { return true; }
   // Per window, this rank's sub-chain's steps, the window's last step an exchange. The plan
   // is made once per (training events, batch) and kept.
   void schedule(Schedule& out, const std::vector<int64_t>& train, int64_t batch_size,

@@ -14,6 +14,12 @@ nlohmann::json eval_json(const EvalResult& r);  // null when the split had no ev
 // The epoch's collectives: sync points (blocking calls, on the critical path) and, per kind,
 // calls and bytes.
 nlohmann::json comm_json(const EpochResult& r);
+// The epoch's critical path (DESIGN.md 7.3): the step loop's wall time, busy seconds of the
+// main thread (its stages, waits included) and of the side thread, time hidden by overlap
+// (0 with the pipeline off), waits on the side queue and on blocking collectives, and the
+// write-back's urgent/deferred/sync rows; as JSON and as one log line.
+nlohmann::json critical_path_json(const EpochResult& r);
+std::string critical_path_text(const EpochResult& r);
 nlohmann::json epoch_json(const EpochResult& r);
 // Appends one line to `file`; a runtime error naming the file when it cannot.
 void append_json_line(const std::string& file, const nlohmann::json& line);

@@ -17,6 +17,7 @@
 #include "depbloom/model/parameters.h"
 #include "depbloom/partition/partition_config.h"
 #include "depbloom/train/batch_plan.h"
+#include "depbloom/train/pipeline.h"
 #include "depbloom/train/schedule.h"
 #include "depbloom/train/step_io.h"
 
@@ -37,7 +38,12 @@ struct StepWrites {
   StepArena* arena = nullptr;
   bool memory = true;     // false: the model keeps no node memory, nothing to write
   double local_loss = 0;  // TGL's loss over this rank's events (0 for an empty part)
+  // Applies writes to `state` (urgent now, the rest deferred; pipeline.h); null: at once.
+  StepWriter* writer = nullptr;
 };
+
+// `writes` into w.state through w.writer (staging from w.arena's device arena).
+void apply_writes(const StepWrites& w, const model::WriteSet& writes);
 
 // Per-epoch accounting of what the strategy moved.
 struct StrategyCounts {
@@ -67,10 +73,17 @@ struct ForecastInput {
   int mail_slots = 1;
   bool memory = true;  // false: the model keeps no node state (nothing is exchanged)
   std::function<void(BatchPlan&, const ScheduledStep&)> plan;
+  PipelineConfig pipeline;  // the write-back's split (rank 0's)
   // When set, every rank's every non-empty step is planned (with or without memory) and
   // handed here with its rank (the cost model's counts, epoch_work.h).
   std::function<void(int rank, const ScheduledStep&, const BatchPlan&)> observe;
 };
+
+// The write-back's counts of rank 0 stepping through `mine` and applying applied(i)'s writes
+// at step i: forecast_pipeline's split with the pipeline on, every row urgent with it off.
+PipelineCounts forecast_write_back(
+    const ForecastInput& in, const Schedule& mine, bool windowed,
+    const std::function<void(int64_t, std::vector<const PlannedWrites*>&)>& applied);
 
 // One training epoch's predicted collectives (calls and bytes per kind, as CommStats counts
 // them) and strategy accounting (as StrategyCounts counts it on rank 0).
@@ -78,6 +91,7 @@ struct EpochForecast {
   int64_t steps = 0, events = 0;
   dist::CommStats comm;
   StrategyCounts counts;
+  PipelineCounts pipeline;  // rank 0's write-back rows (pipeline.h; no timings)
 };
 
 // What a strategy is built from: the communicator (not owned) and, for the window plan, the
@@ -97,6 +111,9 @@ class Strategy {
 
   virtual const char* name() const = 0;
   virtual int ranks() const { return 1; }
+  // Whether the sync points are window ends whose exchange reads the replica (depbloom):
+  // the pipeline's lookahead stops there, and such a step defers no write.
+  virtual bool windowed() const { return false; }
 
   // This rank's steps of an epoch over `train` (stream rows, ascending) with global steps of
   // batch_size events, at most max_steps of them (0: all; with several ranks the last one
@@ -107,6 +124,11 @@ class Strategy {
   virtual void sync_parameters(model::ParameterStore& store) { (void)store; }
   // After the backward, before the optimiser: the gradients every rank steps with.
   virtual void reduce_gradients(model::ParameterStore& store) { (void)store; }
+  // The same, non-blocking (the pipelined step): started after the backward, finished
+  // before the optimiser; in between the caller runs work that reads no gradient (the
+  // write-back). finish_reduce returns the seconds it waited.
+  virtual void start_reduce(model::ParameterStore& store) { reduce_gradients(store); }
+  virtual double finish_reduce() { return 0.0; }
   // After the optimiser: the step's writes applied (at an exchange, every rank's, so the
   // replicas agree). Returns the step's global loss.
   virtual double reconcile(const StepWrites& w) = 0;
@@ -136,9 +158,12 @@ class RankedStrategy : public Strategy {
   int ranks() const override { return comm_.size(); }
   void sync_parameters(model::ParameterStore& store) override;
   void reduce_gradients(model::ParameterStore& store) override;
+  void start_reduce(model::ParameterStore& store) override;
+  double finish_reduce() override;
 
  protected:
   explicit RankedStrategy(dist::Communicator& comm) : comm_(comm) {}
+  dist::CommHandle pending_reduce_;
   dist::Communicator& comm_;
 };
 

@@ -26,6 +26,7 @@
 #include "depbloom/train/batch_plan.h"
 #include "depbloom/train/checkpoint.h"
 #include "depbloom/train/metrics.h"
+#include "depbloom/train/pipeline.h"
 #include "depbloom/train/refine_plan.h"
 #include "depbloom/train/schedule.h"
 #include "depbloom/train/step.h"
@@ -68,6 +69,8 @@ struct TrainerConfig {
   // The coherence loss (model.coherence_weight > 0 with refinement): the share of refined
   // copies it is computed on, drawn per copy with the event-keyed RNG.
   double refine_coherence_sample = 0.1;
+  // Critical-path pipelining (DESIGN.md 7.3, pipeline.h): off, today's serial step.
+  PipelineConfig pipeline;
 };
 
 struct EvalResult {
@@ -102,6 +105,10 @@ struct EpochResult {
   // With several ranks: the strategy's accounting (the events this rank trained on, the
   // node-state exchanges, and depbloom's window plan).
   StrategyCounts counts;
+  // The critical path (pipeline.h): the step loop's wall time, and what the write-back's
+  // side thread did (all rows urgent, nothing hidden, with the pipeline off).
+  double loop_seconds = 0.0;
+  PipelineCounts pipeline;
 };
 
 // Called during training with (batches done, batches in the epoch, mean loss so far).
@@ -139,6 +146,11 @@ class Trainer {
   const BatchPlan& last_plan() const { return data_.plan; }
   // The last step's stage outputs (embeddings, logits), valid until the next step: for tests.
   const StepData& last_step() const { return data_; }
+  // Waits for the deferred writes of the last step (pipeline.enabled): call before reading
+  // the node state after train_step (run_epoch does at the epoch's end).
+  void flush_writes() { writer_->flush(); }
+  // The write-back's counts since the epoch began (run_epoch resets them).
+  const PipelineCounts& pipeline_counts() const { return writer_->counts(); }
   // The writes this rank's last step collected (valid until the next step): what a deferred
   // write-back would apply.
   const model::WriteSet& last_writes() const { return data_.writes; }
@@ -160,8 +172,12 @@ class Trainer {
   const Strategy& strategy() const { return *strategy_; }
   const std::vector<double>& loss_trace() const { return loss_trace_; }
   model::ParameterStore& parameters() { return *store_; }
-  model::NodeState& state() { return *state_; }
-  const Arena& arena() const { return arena_.device(); }
+  // The node state, the deferred writes flushed first.
+  model::NodeState& state() {
+    writer_->flush();
+    return *state_;
+  }
+  const Arena& arena() const { return arena_->device(); }
   int64_t parameter_count() const { return store_->numel(); }
 
  private:
@@ -180,7 +196,8 @@ class Trainer {
     Stage stage;
     void (Trainer::*run)(StepData&);
   };
-  static const std::array<StageEntry, kStages> kTrainingStages;
+  static const std::array<StageEntry, kStages> kTrainingStages, kPipelinedStages;
+  double reduce_wait_ = 0;  // seconds finishing the non-blocking gradient reductions
   void check_finite(double loss, const StepData& d) const;
 
   EvalResult evaluate(const std::vector<int64_t>& events, uint32_t split_id);
@@ -205,9 +222,23 @@ class Trainer {
   std::unique_ptr<graph::EvalNegativeSampler> eval_negatives_;
   OwnedTensor edge_feat_;  // [E, d_edge] in the model's dtype on the device
   OwnedTensor targets_;    // [2 * batch] ones then zeros
-  StepArena arena_;
+  // With the pipeline on, steps alternate between two arenas and two StepData, so that the
+  // side thread's deferred writes (views into the last step's) outlive the next step.
+  std::unique_ptr<StepArena> arena_, spare_arena_;
   Schedule schedule_;
-  StepData data_;
+  StepData data_, spare_data_;
+  // The lookahead: plans of the steps after the current one, slot j % (horizon + 2) holding
+  // step ahead_step_[slot] of the epoch (-1: none). The side thread plans step i + horizon
+  // + 1 during step i + 1 into the slot step i left (step i + 1's is in use).
+  std::vector<BatchPlan> ahead_;
+  std::vector<int64_t> ahead_step_;
+  std::unique_ptr<StepWriter> writer_;
+  bool pipelined(const ScheduledStep& step) const;
+  void mark_lookahead(const ScheduledStep& step);
+  void take_plan(StepData& d);
+  static void prefetch_plan(void* trainer);
+  int64_t prefetch_step_ = -1;
+  uint32_t prefetch_epoch_ = 0;
   std::vector<int32_t> negatives_;
   std::vector<float> scores_, neg_scores_;
   SplitMetrics metrics_;
