@@ -10,7 +10,7 @@ cd "$(dirname "${BASH_SOURCE[0]}")"
 PACKAGES=(build-essential cmake pkg-config git ca-certificates
   libopenblas-openmp-dev libyaml-cpp-dev libcli11-dev libspdlog-dev libfmt-dev libgtest-dev
   libbenchmark-dev nlohmann-json3-dev libopenmpi-dev openmpi-bin libmetis-dev ninja-build
-  clang libclang-rt-14-dev libomp-14-dev)
+  clang libclang-rt-14-dev libomp-14-dev python3-matplotlib)
 JOBS=${DEPBLOOM_JOBS:-$(nproc)}
 BUILD=${DEPBLOOM_BUILD_DIR:-build}
 
