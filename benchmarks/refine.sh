@@ -11,7 +11,7 @@
 #
 #   benchmarks/refine.sh [--smoke | --quick | --acceptance] [--no-equal-steps] [--seeds N]
 #                        [--out FILE] [--work DIR] [--aggregate last|mean]
-#                        [--coherence W] [--coherence-sample S]
+#                        [--coherence W] [--coherence-sample S] [--cells "B:M ..."]
 #
 #   --smoke       TGN WIKI, first 20,000 events, 1 epoch, 1 seed, batch 2400, m = 1, 4
 #                 (about a minute on 2 cores)
@@ -25,6 +25,7 @@
 #   --aggregate   refine.aggregate for the m > 1 runs (default last)
 #   --coherence W refine.coherence_weight for the m > 1 runs (default 0: off)
 #   --coherence-sample S  refine.coherence_sample (default 0.1)
+#   --cells "B:M ..."  the (batch, m) cells instead of the mode's, e.g. "4800:1 4800:4"
 # Environment: DEPBLOOM_TRAIN, DEPBLOOM_DATA (default build-dev/depbloom-{train,data}).
 # A failed run is recorded with its exit code; the script exits 1.
 set -euo pipefail
@@ -36,7 +37,7 @@ source "$root/benchmarks/bench_common.sh"
 
 pairs="tgn:wiki jodie:wiki apan:wiki tgn:reddit" cells="600:1 2400:1 2400:4 2400:8 4800:1 4800:4 4800:8"
 steps_pairs="tgn:wiki" epochs=3 seeds=3 seeds_opt="" max_events=0 aggregate=last
-coherence=0 coherence_sample=0.1 equal_steps=1
+coherence=0 coherence_sample=0.1 equal_steps=1 cells_opt=""
 out=$root/benchmarks/results/refine.json work=$root/runs/refine
 while [[ $# -gt 0 ]]; do
   case $1 in
@@ -47,6 +48,7 @@ while [[ $# -gt 0 ]]; do
     --coherence) coherence=$2; shift ;;
     --coherence-sample) coherence_sample=$2; shift ;;
     --seeds) seeds_opt=$2; shift ;;
+    --cells) cells_opt=$2; shift ;;
     --out) out=$(absolute "$2"); shift ;;
     --work) work=$(absolute "$2"); shift ;;
     --aggregate) aggregate=$2; shift ;;
@@ -55,7 +57,8 @@ while [[ $# -gt 0 ]]; do
   esac
   shift
 done
-seeds=${seeds_opt:-$seeds}  # --seeds wins over --smoke/--quick, whatever the order
+seeds=${seeds_opt:-$seeds}  # --seeds and --cells win over the modes, whatever the order
+cells=${cells_opt:-$cells}
 ((equal_steps)) || steps_pairs=""
 
 train=$(absolute "${DEPBLOOM_TRAIN:-$root/build-dev/depbloom-train}")
