@@ -16,19 +16,6 @@ const char* stage_name(Stage stage) {
   return kNames[static_cast<size_t>(stage)];
 }
 
-const std::array<Trainer::StageEntry, kStages> Trainer::kPipelinedStages = {{
-    {Stage::sample, &Trainer::sample},
-    {Stage::gather, &Trainer::gather},
-    {Stage::memory_update, &Trainer::memory_update},
-    {Stage::refine, &Trainer::refine},
-    {Stage::embed, &Trainer::embed},
-    {Stage::loss, &Trainer::loss},
-    {Stage::backward, &Trainer::backward},
-    {Stage::reduce, &Trainer::reduce},
-    {Stage::write_back, &Trainer::write_back},
-    {Stage::optimise, &Trainer::optimise},
-}};
-
 const std::array<Trainer::StageEntry, kStages> Trainer::kTrainingStages = {{
     {Stage::sample, &Trainer::sample},
     {Stage::gather, &Trainer::gather},
@@ -259,11 +246,20 @@ double Trainer::train_step(const ScheduledStep& step, int epoch) {
   if (piped) std::swap(data_, spare_data_), std::swap(arena_, spare_arena_);
   data_.step = &step;
   data_.epoch = static_cast<uint32_t>(epoch);
-  for (const StageEntry& s : piped ? kPipelinedStages : kTrainingStages) {
+  auto run = [this](const StageEntry& s) {
     Stopwatch watch;
     (this->*s.run)(data_);
     stages_[s.stage] += watch.seconds();
+  };
+  const StageEntry* optimise_last = nullptr;
+  for (const StageEntry& s : kTrainingStages) {
+    if (piped && s.stage == Stage::optimise) {
+      optimise_last = &s;
+      continue;
+    }
+    run(s);
   }
+  if (optimise_last != nullptr) run(*optimise_last);
   // Each rank checked its own events' loss; this is the global one (the same on every rank).
   check_finite(data_.loss, data_);
   loss_trace_.push_back(data_.loss);

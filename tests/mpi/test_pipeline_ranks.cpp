@@ -3,8 +3,8 @@
 // neighbours) on a WIKI prefix in f32, the pipelined run gives the serial run's loss trace,
 // validation AP and node state (memory, mails, times, rings) bit for bit on every rank, and
 // its side thread did apply rows and every gradient all-reduce was non-blocking (2 and 4
-// ranks: MPI does not promise MPI_Iallreduce sums in MPI_Allreduce's order, Open MPI does); rank 0's urgent/deferred/sync rows are what --plan's
-// forecast says.
+// ranks: MPI does not promise MPI_Iallreduce sums in MPI_Allreduce's order, Open MPI does); rank
+// 0's urgent/deferred/sync rows are what --plan's forecast says.
 #include <gtest/gtest.h>
 
 #include <cstring>

@@ -196,7 +196,7 @@ class Trainer {
     Stage stage;
     void (Trainer::*run)(StepData&);
   };
-  static const std::array<StageEntry, kStages> kTrainingStages, kPipelinedStages;
+  static const std::array<StageEntry, kStages> kTrainingStages;
   double reduce_wait_ = 0;  // seconds finishing the non-blocking gradient reductions
   void check_finite(double loss, const StepData& d) const;
 
