@@ -12,6 +12,7 @@
 #include "depbloom/data/synth.h"
 #include "depbloom/train/trainer.h"
 #include "gpu/gpu_test_util.h"
+#include "unit/train/active_refiner.h"
 
 namespace dbtest {
 namespace {
@@ -109,11 +110,7 @@ TEST_F(GpuTrainer, CudaStepsAndScoresEqualTheCpuFromTheSameState) {
     train::Trainer gpu(stream, split, config_for(c, kGpu));
     // A fresh refiner is the identity (fc2 starts at zero): give fc2 weights, so the CUDA
     // refine stage and its backward are compared doing something (the GPU loads them below).
-    for (const auto& e : cpu.parameters().entries())
-      if (e.name.rfind("refine.fc2.", 0) == 0)
-        for (int64_t i = 0; i < e.shape.numel(); ++i)
-          cpu.parameters().values().data<float>()[e.offset + i] =
-              0.2f * std::sin(1.7f * static_cast<float>(i) + 0.3f);
+    dbtraintest::make_refiner_active(cpu.parameters(), 0.2);
     const train::Schedule& sc = cpu.schedule_epoch();
     const train::Schedule& sg = gpu.schedule_epoch();
     ASSERT_EQ(sc.size(), sg.size());

@@ -16,6 +16,7 @@
 #include "depbloom/backend/ops.h"
 #include "depbloom/dist/communicator.h"
 #include "depbloom/train/trainer.h"
+#include "unit/train/active_refiner.h"
 #include "wiki_stream.h"
 
 namespace depbloom::train {
@@ -50,10 +51,7 @@ TEST(StrictRefine, SlicesRefineOnTheirOwnAsTheEmulationDoes) {
   Trainer ranked(wiki_6k().stream, wiki_6k().split, cfg);
   // An active refiner (fc2 starts at zero), the same on both.
   for (Trainer* t : {&emulation, &ranked})
-    for (const auto& e : t->parameters().entries())
-      if (e.name.rfind("refine.fc2.", 0) == 0)
-        for (int64_t i = 0; i < e.shape.numel(); ++i)
-          values(t->parameters().values())[e.offset + i] = 0.3 * std::sin(1.3 * double(i) + 0.2);
+    dbtraintest::make_refiner_active(t->parameters(), 0.3, 1.3, 0.2);
 
   const model::NodeState& s = emulation.state();
   model::NodeState start(s.num_nodes(), s.memory_dim(), s.mail_dim(), s.mail_slots(), DType::f64);

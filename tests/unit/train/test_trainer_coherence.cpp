@@ -13,6 +13,7 @@
 
 #include "depbloom/model/memory_updater.h"
 #include "depbloom/train/trainer.h"
+#include "unit/train/active_refiner.h"
 #include "unit/train/tiny_stream.h"
 
 namespace dbtraintest {
@@ -73,18 +74,6 @@ TrainerConfig coherence_config(const CoherenceCase& c, double lr) {
   return cfg;
 }
 
-// fc2 starts at zero (a fresh refiner is the identity): small non-zero weights instead, so
-// the gates' and fc1's gradients are not zero.
-void make_refiner_active(Trainer& t) {
-  auto& store = t.parameters();
-  double* x = store.values().data<double>();
-  for (const auto& e : store.entries()) {
-    if (e.name.rfind("refine.fc2.", 0) != 0) continue;
-    for (int64_t i = 0; i < e.shape.numel(); ++i)
-      x[e.offset + i] = 0.4 * std::sin(1.7 * static_cast<double>(i) + 0.3);
-  }
-}
-
 // Two training steps fill memory and mailboxes; the third batch is the checked one.
 const int64_t* warm_up(Trainer& t, const depbloom::data::ChronoSplit& split) {
   const int64_t b = t.config().batch_size;
@@ -128,7 +117,7 @@ TEST_P(CoherenceGradTest, StepMatchesCentralDifferencesWithTheTargetFixed) {
   const auto stream = tiny_stream();
   const auto split = tiny_split(stream);
   Trainer trainer(stream, split, coherence_config(c, 1e-3));
-  make_refiner_active(trainer);
+  make_refiner_active(trainer.parameters());
   const int64_t* batch = warm_up(trainer, split);
   const int64_t b = trainer.config().batch_size;
   const double loss = trainer.step_loss(batch, b, 1, true);
@@ -318,7 +307,7 @@ TEST(CoherenceOff, WeightZeroChangesNothing) {
   std::vector<std::vector<double>> params, traces;
   for (const TrainerConfig* cfg : {&plain, &zero, &on}) {
     Trainer t(stream, split, *cfg);
-    make_refiner_active(t);
+    make_refiner_active(t.parameters());
     const int64_t b = cfg->batch_size;
     for (int64_t s = 0; s + b <= 40; s += b)
       t.train_step(depbloom::train::contiguous_part(split.train.data() + s, b, 0, 1), 1);

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "depbloom/train/trainer.h"
+#include "unit/train/active_refiner.h"
 #include "unit/train/tiny_stream.h"
 
 namespace dbtraintest {
@@ -46,17 +47,6 @@ TrainerConfig refine_config(int32_t micro_batches, RefineAggregate aggregate, do
   return cfg;
 }
 
-// fc2 starts at zero (a fresh refiner is the identity): give it small non-zero weights.
-void make_refiner_active(Trainer& t) {
-  auto& store = t.parameters();
-  double* x = store.values().data<double>();
-  for (const auto& e : store.entries()) {
-    if (e.name.rfind("refine.fc2.", 0) != 0) continue;
-    for (int64_t i = 0; i < e.shape.numel(); ++i)
-      x[e.offset + i] = 0.4 * std::sin(1.7 * static_cast<double>(i) + 0.3);
-  }
-}
-
 class RefineGradTest : public ::testing::TestWithParam<RefineAggregate> {};
 
 TEST_P(RefineGradTest, RefinedStepMatchesCentralDifferences) {
@@ -64,7 +54,7 @@ TEST_P(RefineGradTest, RefinedStepMatchesCentralDifferences) {
   const auto split = tiny_split(stream);
   const TrainerConfig cfg = refine_config(4, GetParam(), 1e-3);
   Trainer trainer(stream, split, cfg);
-  make_refiner_active(trainer);
+  make_refiner_active(trainer.parameters());
   const int64_t b = cfg.batch_size;
   const int64_t* train = split.train.data();
   trainer.train_step(depbloom::train::contiguous_part(train, b, 0, 1), 1);
@@ -131,7 +121,7 @@ TEST(RefineEmbeddingTest, EmbeddingsChangeExactlyOnRootsReadingCopies) {
     std::copy_n(from.values().data<double>() + it->offset, e.shape.numel(),
                 to.values().data<double>() + e.offset);
   }
-  make_refiner_active(refined);
+  make_refiner_active(refined.parameters());
   const int64_t b = 8;
   const int64_t* train = split.train.data();
   for (Trainer* t : {&plain, &refined}) {
