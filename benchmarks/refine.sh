@@ -12,6 +12,7 @@
 #   benchmarks/refine.sh [--smoke | --quick | --acceptance] [--no-equal-steps] [--seeds N]
 #                        [--out FILE] [--work DIR] [--aggregate last|mean]
 #                        [--coherence W] [--coherence-sample S] [--cells "B:M ..."]
+#                        [--pairs "MODEL:DATA ..."] [--steps-m "M ..."] [--eval-batch N]
 #
 #   --smoke       TGN WIKI, first 20,000 events, 1 epoch, 1 seed, batch 2400, m = 1, 4
 #                 (about a minute on 2 cores)
@@ -26,6 +27,10 @@
 #   --coherence W refine.coherence_weight for the m > 1 runs (default 0: off)
 #   --coherence-sample S  refine.coherence_sample (default 0.1)
 #   --cells "B:M ..."  the (batch, m) cells instead of the mode's, e.g. "4800:1 4800:4"
+#   --pairs "MODEL:DATA ..."  the (model, dataset) pairs instead of the mode's, e.g. "apan:wiki"
+#   --steps-m "M ..."  the m values of the equal-steps runs (default "1 4 8")
+#   --eval-batch N  eval.batch_size (default the config's: 200, the TGN authors'; TGL
+#                 evaluates at the training batch, which --eval-batch train selects)
 # Environment: DEPBLOOM_TRAIN, DEPBLOOM_DATA (default build-dev/depbloom-{train,data}).
 # A failed run is recorded with its exit code; the script exits 1.
 set -euo pipefail
@@ -37,7 +42,8 @@ source "$root/benchmarks/bench_common.sh"
 
 pairs="tgn:wiki jodie:wiki apan:wiki tgn:reddit" cells="600:1 2400:1 2400:4 2400:8 4800:1 4800:4 4800:8"
 steps_pairs="tgn:wiki" epochs=3 seeds=3 seeds_opt="" max_events=0 aggregate=last
-coherence=0 coherence_sample=0.1 equal_steps=1 cells_opt=""
+coherence=0 coherence_sample=0.1 equal_steps=1 cells_opt="" pairs_opt="" steps_m="1 4 8"
+eval_batch=""
 out=$root/benchmarks/results/refine.json work=$root/runs/refine
 while [[ $# -gt 0 ]]; do
   case $1 in
@@ -49,16 +55,19 @@ while [[ $# -gt 0 ]]; do
     --coherence-sample) coherence_sample=$2; shift ;;
     --seeds) seeds_opt=$2; shift ;;
     --cells) cells_opt=$2; shift ;;
+    --pairs) pairs_opt=$2; shift ;;
+    --steps-m) steps_m=$2; shift ;;
+    --eval-batch) eval_batch=$2; shift ;;
     --out) out=$(absolute "$2"); shift ;;
     --work) work=$(absolute "$2"); shift ;;
     --aggregate) aggregate=$2; shift ;;
-    -h|--help) sed -n '2,30p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,35p' "$0"; exit 0 ;;
     *) echo "unknown option $1 (see --help)" >&2; exit 2 ;;
   esac
   shift
 done
-seeds=${seeds_opt:-$seeds}  # --seeds and --cells win over the modes, whatever the order
-cells=${cells_opt:-$cells}
+seeds=${seeds_opt:-$seeds}  # --seeds, --cells and --pairs win over the modes, whatever the order
+cells=${cells_opt:-$cells} pairs=${pairs_opt:-$pairs}
 ((equal_steps)) || steps_pairs=""
 
 train=$(absolute "${DEPBLOOM_TRAIN:-$root/build-dev/depbloom-train}")
@@ -81,7 +90,8 @@ status=0
 # run MODEL DATASET DATA BATCH M EPOCHS SEED: one training run, appended to the manifest.
 run() {
   local model=$1 dataset=$2 data=$3 batch=$4 m=$5 ep=$6 seed=$7 rc=0
-  local dir=$runs/$model-$dataset-b$batch-m$m-e$ep-s$seed
+  local dir=$runs/$model-$dataset-b$batch-m$m-e$ep-s$seed eval_set=()
+  [[ -z $eval_batch ]] || eval_set=(--set "eval.batch_size=$([[ $eval_batch == train ]] && echo "$batch" || echo "$eval_batch")")
   mkdir -p "$dir"
   log "$model $dataset batch $batch m=$m, $ep epoch(s), seed $seed into $dir"
   # The final test reloads the best epoch from memory (train/fit.cpp), so no checkpoints.
@@ -90,7 +100,7 @@ run() {
     --set "refine.aggregate=$aggregate" --set "refine.coherence_weight=$([[ $m -gt 1 ]] && echo "$coherence" || echo 0)" \
     --set "refine.coherence_sample=$coherence_sample" --set "train.epoch=$ep" --set train.patience=0 \
     --set "data.max_events=$max_events" --set run.checkpoint=false --set run.progress=false \
-    --out "$dir" >"$dir/train.log" 2>&1 || rc=$?
+    "${eval_set[@]}" --out "$dir" >"$dir/train.log" 2>&1 || rc=$?
   [[ $rc -eq 0 ]] || { log "failed with exit code $rc (see $dir/train.log)"; status=1; }
   printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$model" "$dataset" "$batch" "$m" "$ep" "$seed" "$dir" "$rc" >>"$manifest"
 }
@@ -105,12 +115,12 @@ for pair in $pairs; do
     for cell in $cells; do run "$model" "$dataset" "$data" "${cell%:*}" "${cell#*:}" "$epochs" "$seed"; done
     # Equal steps: batch 4800 for 8x the epochs of batch 600.
     [[ " $steps_pairs " == *" $pair "* ]] || continue
-    for m in 1 4 8; do run "$model" "$dataset" "$data" 4800 "$m" $((8 * epochs)) "$seed"; done
+    for m in $steps_m; do run "$model" "$dataset" "$data" 4800 "$m" $((8 * epochs)) "$seed"; done
   done
 done
 
 PYTHONPATH="$root/benchmarks" python3 - "$out" "$manifest" "$epochs" "$max_events" "$cores" "$aggregate" \
-  "$coherence" "$coherence_sample" <<'EOF'
+  "$coherence" "$coherence_sample" "${eval_batch:-config}" <<'EOF'
 import datetime, statistics, sys
 from bench_metrics import commit, run_device, run_metrics, write_json
 
@@ -118,6 +128,7 @@ out, manifest = sys.argv[1:3]
 epochs, max_events, cores = map(int, sys.argv[3:6])
 aggregate = sys.argv[6]
 coherence, coherence_sample = map(float, sys.argv[7:9])
+eval_batch = sys.argv[9]  # "config" (the config's eval.batch_size), "train" or a number
 
 def cpu_model():
     for line in open("/proc/cpuinfo"):
@@ -209,7 +220,7 @@ write_json(out, {
     "benchmark": "refine", "commit": commit(),
     "machine": {"nproc": cores, "cpu_model": cpu_model()},
     "generated": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
-    "epochs": epochs, "max_events": max_events, "aggregate": aggregate,
+    "epochs": epochs, "max_events": max_events, "aggregate": aggregate, "eval_batch": eval_batch,
     "coherence_weight": coherence, "coherence_sample": coherence_sample,
     "runs": runs, "summary": summary}, "refine")
 
