@@ -1,6 +1,6 @@
-# Shared by the training benchmarks (train_models.sh, strict_scaling.sh); sourced, after
-# the script set `here` (the starting folder), `root` (the repository) and `tag` (its name
-# in log lines).
+# Shared by the training benchmarks (train_models.sh, strict_scaling.sh, partition.sh,
+# pipeline.sh, refine.sh); sourced, after the script set `here` (the starting folder),
+# `root` (the repository) and `tag` (its name in log lines).
 
 absolute() { [[ $1 = /* ]] && echo "$1" || echo "$here/$1"; }
 
@@ -28,3 +28,36 @@ need_synth() {
 
 # The folder need_synth LIKE SCALE writes.
 synth_dir() { [[ ${2:-0.1} == 0.1 ]] && echo "data/synth/$1" || echo "data/synth/$1-s$2"; }
+
+# The common start of the benchmarks that record runs in a manifest (partition.sh,
+# pipeline.sh, refine.sh; after `work` and `out` are set): the tools (DEPBLOOM_TRAIN,
+# DEPBLOOM_DATA, default build-dev's), a fresh run folder $runs under $work with an empty
+# $manifest, and the repository as the working folder (configs name data relative to it).
+# `start_runs mpi` also needs mpirun. With `resume` set, that folder and its manifest are
+# kept and added to.
+start_runs() {
+  train=$(absolute "${DEPBLOOM_TRAIN:-$root/build-dev/depbloom-train}")
+  data_tool=$(absolute "${DEPBLOOM_DATA:-$root/build-dev/depbloom-data}")
+  [[ -x $train ]] || { echo "no $train (DEPBLOOM_TRAIN=path)" >&2; exit 2; }
+  command -v python3 >/dev/null || { echo "python3 is needed to write the JSON" >&2; exit 2; }
+  [[ ${1:-} != mpi ]] || command -v mpirun >/dev/null ||
+    { echo "mpirun is needed for --ranks" >&2; exit 2; }
+  cores=$(nproc)
+  runs=${resume:-$work/$(date +%Y%m%d-%H%M%S)}
+  manifest=$runs/manifest.tsv
+  cd "$root"
+  mkdir -p "$runs" "$(dirname "$out")"
+  [[ -n ${resume:-} ]] || : >"$manifest"
+  touch "$manifest"
+}
+
+# Whether $manifest records run folder $1 as finished, for --resume (its last two columns
+# are the folder and the exit code).
+finished_run() {
+  awk -F'\t' -v d="$1" '$(NF - 1) == d && $NF == 0 { found = 1 } END { exit !found }' "$manifest"
+}
+
+# The synthetic REDDIT shape at scale 0.1, made once: its folder on stdout.
+reddit_data() {
+  need_synth reddit >&2 && echo "$root/data/synth/reddit"
+}

@@ -45,22 +45,7 @@ while [[ $# -gt 0 ]]; do
   shift
 done
 
-train=$(absolute "${DEPBLOOM_TRAIN:-$root/build-dev/depbloom-train}")
-data_tool=$(absolute "${DEPBLOOM_DATA:-$root/build-dev/depbloom-data}")
-[[ -x $train ]] || { echo "no $train (DEPBLOOM_TRAIN=path)" >&2; exit 2; }
-command -v python3 >/dev/null || { echo "python3 is needed to write the JSON" >&2; exit 2; }
-command -v mpirun >/dev/null || { echo "mpirun is needed for --ranks" >&2; exit 2; }
-cores=$(nproc)
-runs=$work/$(date +%Y%m%d-%H%M%S)
-manifest=$runs/manifest.tsv
-cd "$root"  # the config's data path is relative to the repository
-mkdir -p "$runs" "$(dirname "$out")"
-: >"$manifest"
-
-# The synthetic REDDIT shape at scale 0.1, made once (bench_common.sh's need_synth).
-reddit_data() {
-  need_synth reddit >&2 && echo "$root/data/synth/reddit"
-}
+start_runs mpi
 
 status=0
 # run DATASET P STRATEGY METHOD SEED DATA: one training run, appended to the manifest.

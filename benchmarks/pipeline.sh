@@ -39,16 +39,7 @@ while [[ $# -gt 0 ]]; do
   shift
 done
 
-train=$(absolute "${DEPBLOOM_TRAIN:-$root/build-dev/depbloom-train}")
-data_tool=$(absolute "${DEPBLOOM_DATA:-$root/build-dev/depbloom-data}")
-[[ -x $train ]] || { echo "no $train (DEPBLOOM_TRAIN=path)" >&2; exit 2; }
-command -v python3 >/dev/null || { echo "python3 is needed to write the JSON" >&2; exit 2; }
-cores=$(nproc)
-runs=$work/$(date +%Y%m%d-%H%M%S)
-manifest=$runs/manifest.tsv
-cd "$root"  # the config's data path is relative to the repository
-mkdir -p "$runs" "$(dirname "$out")"
-: >"$manifest"
+start_runs
 
 status=0
 # run DATASET RANKS REP PIPELINE: one epoch, appended to the manifest.
@@ -57,7 +48,7 @@ run() {
   local dir=$runs/$dataset-p$p-r$rep-$on
   case $dataset in
     wiki) data=data/wikipedia/wikipedia_edges.csv ;;
-    reddit) need_synth reddit >&2 && data=$root/data/synth/reddit || { status=1; return; } ;;
+    reddit) data=$(reddit_data) || { status=1; return; } ;;
   esac
   mkdir -p "$dir"
   log "$dataset, $p rank(s), repetition $rep, pipeline $on into $dir"

@@ -13,6 +13,7 @@
 #                        [--out FILE] [--work DIR] [--aggregate last|mean]
 #                        [--coherence W] [--coherence-sample S] [--cells "B:M ..."]
 #                        [--pairs "MODEL:DATA ..."] [--steps-m "M ..."] [--eval-batch N]
+#                        [--resume DIR]
 #
 #   --smoke       TGN WIKI, first 20,000 events, 1 epoch, 1 seed, batch 2400, m = 1, 4
 #                 (about a minute on 2 cores)
@@ -31,6 +32,9 @@
 #   --steps-m "M ..."  the m values of the equal-steps runs (default "1 4 8")
 #   --eval-batch N  eval.batch_size (default the config's: 200, the TGN authors'; TGL
 #                 evaluates at the training batch, which --eval-batch train selects)
+#   --resume DIR  add to the run folder DIR (an earlier or interrupted run's): runs its
+#                 manifest records as finished are not run again, and the JSON covers all
+#                 of DIR's runs (options that change a run's settings must be the same)
 # Environment: DEPBLOOM_TRAIN, DEPBLOOM_DATA (default build-dev/depbloom-{train,data}).
 # A failed run is recorded with its exit code; the script exits 1.
 set -euo pipefail
@@ -43,7 +47,7 @@ source "$root/benchmarks/bench_common.sh"
 pairs="tgn:wiki jodie:wiki apan:wiki tgn:reddit" cells="600:1 2400:1 2400:4 2400:8 4800:1 4800:4 4800:8"
 steps_pairs="tgn:wiki" epochs=3 seeds=3 seeds_opt="" max_events=0 aggregate=last
 coherence=0 coherence_sample=0.1 equal_steps=1 cells_opt="" pairs_opt="" steps_m="1 4 8"
-eval_batch=""
+eval_batch="" resume=""
 out=$root/benchmarks/results/refine.json work=$root/runs/refine
 while [[ $# -gt 0 ]]; do
   case $1 in
@@ -58,10 +62,11 @@ while [[ $# -gt 0 ]]; do
     --pairs) pairs_opt=$2; shift ;;
     --steps-m) steps_m=$2; shift ;;
     --eval-batch) eval_batch=$2; shift ;;
+    --resume) resume=$(cd "$(absolute "$2")" && pwd) || exit 2; shift ;;
     --out) out=$(absolute "$2"); shift ;;
     --work) work=$(absolute "$2"); shift ;;
     --aggregate) aggregate=$2; shift ;;
-    -h|--help) sed -n '2,35p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,39p' "$0"; exit 0 ;;
     *) echo "unknown option $1 (see --help)" >&2; exit 2 ;;
   esac
   shift
@@ -70,27 +75,14 @@ seeds=${seeds_opt:-$seeds}  # --seeds, --cells and --pairs win over the modes, w
 cells=${cells_opt:-$cells} pairs=${pairs_opt:-$pairs}
 ((equal_steps)) || steps_pairs=""
 
-train=$(absolute "${DEPBLOOM_TRAIN:-$root/build-dev/depbloom-train}")
-data_tool=$(absolute "${DEPBLOOM_DATA:-$root/build-dev/depbloom-data}")
-[[ -x $train ]] || { echo "no $train (DEPBLOOM_TRAIN=path)" >&2; exit 2; }
-command -v python3 >/dev/null || { echo "python3 is needed to write the JSON" >&2; exit 2; }
-cores=$(nproc)
-runs=$work/$(date +%Y%m%d-%H%M%S)
-manifest=$runs/manifest.tsv
-cd "$root"  # the config's data path is relative to the repository
-mkdir -p "$runs" "$(dirname "$out")"
-: >"$manifest"
-
-# The synthetic REDDIT shape at scale 0.1, made once (bench_common.sh's need_synth).
-reddit_data() {
-  need_synth reddit >&2 && echo "$root/data/synth/reddit"
-}
+start_runs
 
 status=0
 # run MODEL DATASET DATA BATCH M EPOCHS SEED: one training run, appended to the manifest.
 run() {
   local model=$1 dataset=$2 data=$3 batch=$4 m=$5 ep=$6 seed=$7 rc=0
   local dir=$runs/$model-$dataset-b$batch-m$m-e$ep-s$seed eval_set=()
+  if finished_run "$dir"; then log "$dir: finished before, kept"; return; fi
   [[ -z $eval_batch ]] || eval_set=(--set "eval.batch_size=$([[ $eval_batch == train ]] && echo "$batch" || echo "$eval_batch")")
   mkdir -p "$dir"
   log "$model $dataset batch $batch m=$m, $ep epoch(s), seed $seed into $dir"
