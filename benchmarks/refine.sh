@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Intra-batch memory refinement (refine.micro_batches = m, docs/strategies.md): TGN, JODIE
+# Intra-batch memory refinement (refine.micro_batches = m, docs/refine.md): TGN, JODIE
 # and APAN on the shipped WIKI stream and TGN on the synthetic REDDIT shape (scale 0.1),
 # batch 600 (m = 1) and batches 2400 and 4800 with m = 1, 4, 8, 3 epochs, paired seeds; and
 # for TGN on WIKI batch 4800 with 8x the epochs (as many optimiser steps as batch 600), so

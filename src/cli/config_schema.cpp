@@ -171,7 +171,7 @@ void declare_gnn_train(OptionRegistry& r) {
          "bound on a window's most loaded part: its events / the mean over the ranks "
          "(depbloom)");
 
-  // Intra-batch memory refinement (DESIGN.md 7.2, docs/strategies.md).
+  // Intra-batch memory refinement (DESIGN.md 7.2, docs/refine.md).
   r.bind("refine.micro_batches", FIELD(trainer.refine_micro_batches),
          "micro-batches per step for intra-batch memory refinement (1: off, no refiner "
          "parameters); rows read after a node's earlier in-batch events get a learned correction",
