@@ -16,6 +16,8 @@ const char* stage_name(Stage stage) {
   return kNames[static_cast<size_t>(stage)];
 }
 
+// The optimiser runs last: the write-back reads no parameter, so a pipelined step's
+// non-blocking gradient all-reduce stays in flight through it.
 const std::array<Trainer::StageEntry, kStages> Trainer::kTrainingStages = {{
     {Stage::sample, &Trainer::sample},
     {Stage::gather, &Trainer::gather},
@@ -25,8 +27,8 @@ const std::array<Trainer::StageEntry, kStages> Trainer::kTrainingStages = {{
     {Stage::loss, &Trainer::loss},
     {Stage::backward, &Trainer::backward},
     {Stage::reduce, &Trainer::reduce},
-    {Stage::optimise, &Trainer::optimise},
     {Stage::write_back, &Trainer::write_back},
+    {Stage::optimise, &Trainer::optimise},
 }};
 
 void Trainer::plan_step(BatchPlan& out, const ScheduledStep& step, int epoch) {
@@ -246,20 +248,11 @@ double Trainer::train_step(const ScheduledStep& step, int epoch) {
   if (piped) std::swap(data_, spare_data_), std::swap(arena_, spare_arena_);
   data_.step = &step;
   data_.epoch = static_cast<uint32_t>(epoch);
-  auto run = [this](const StageEntry& s) {
+  for (const StageEntry& s : kTrainingStages) {
     Stopwatch watch;
     (this->*s.run)(data_);
     stages_[s.stage] += watch.seconds();
-  };
-  const StageEntry* optimise_last = nullptr;
-  for (const StageEntry& s : kTrainingStages) {
-    if (piped && s.stage == Stage::optimise) {
-      optimise_last = &s;
-      continue;
-    }
-    run(s);
   }
-  if (optimise_last != nullptr) run(*optimise_last);
   // Each rank checked its own events' loss; this is the global one (the same on every rank).
   check_finite(data_.loss, data_);
   loss_trace_.push_back(data_.loss);

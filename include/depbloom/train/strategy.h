@@ -129,8 +129,9 @@ class Strategy {
   // write-back). finish_reduce returns the seconds it waited.
   virtual void start_reduce(model::ParameterStore& store) { reduce_gradients(store); }
   virtual double finish_reduce() { return 0.0; }
-  // After the optimiser: the step's writes applied (at an exchange, every rank's, so the
-  // replicas agree). Returns the step's global loss.
+  // After the gradient reduction has started, before the optimiser: the step's writes
+  // applied (at an exchange, every rank's, so the replicas agree). Returns the step's
+  // global loss.
   virtual double reconcile(const StepWrites& w) = 0;
 
   void begin_epoch() { counts_ = StrategyCounts{}; }
