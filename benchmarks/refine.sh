@@ -10,9 +10,10 @@
 # m = 1 and batch 600. All into one JSON file, and Markdown tables on stdout.
 #
 #   benchmarks/refine.sh [--smoke | --quick | --acceptance] [--no-equal-steps] [--seeds N]
-#                        [--out FILE] [--work DIR] [--aggregate last|mean]
+#                        [--epochs E] [--out FILE] [--work DIR] [--aggregate last|mean]
 #                        [--coherence W] [--coherence-sample S] [--cells "B:M ..."]
-#                        [--pairs "MODEL:DATA ..."] [--steps-m "M ..."] [--eval-batch N]
+#                        [--pairs "MODEL:DATA ..."] [--steps-m "M ..."]
+#                        [--steps-pairs "MODEL:DATA ..."] [--eval-batch N]
 #                        [--resume DIR]
 #
 #   --smoke       TGN WIKI, first 20,000 events, 1 epoch, 1 seed, batch 2400, m = 1, 4
@@ -22,6 +23,7 @@
 #                 batch 4800 (m = 1, 4, 8), and batch 4800 for 24 epochs (m = 1, 4, 8)
 #   --no-equal-steps  leave out the 8x-epochs runs
 #   --seeds N     run.seed 0 .. N-1 for every cell, the same seeds in every cell (default 3)
+#   --epochs E    the cells' epochs (default 3; the equal-steps runs take 8 E)
 #   --out FILE    default benchmarks/results/refine.json
 #   --work DIR    run folders (DIR/<time>/), default runs/refine (REDDIT: data/synth/reddit)
 #   --aggregate   refine.aggregate for the m > 1 runs (default last)
@@ -30,6 +32,7 @@
 #   --cells "B:M ..."  the (batch, m) cells instead of the mode's, e.g. "4800:1 4800:4"
 #   --pairs "MODEL:DATA ..."  the (model, dataset) pairs instead of the mode's, e.g. "apan:wiki"
 #   --steps-m "M ..."  the m values of the equal-steps runs (default "1 4 8")
+#   --steps-pairs "MODEL:DATA ..."  the pairs given equal-steps runs (default tgn:wiki)
 #   --eval-batch N  eval.batch_size (default the config's: 200, the TGN authors'; TGL
 #                 evaluates at the training batch, which --eval-batch train selects)
 #   --resume DIR  add to the run folder DIR (an earlier or interrupted run's): runs its
@@ -47,7 +50,7 @@ source "$root/benchmarks/bench_common.sh"
 pairs="tgn:wiki jodie:wiki apan:wiki tgn:reddit" cells="600:1 2400:1 2400:4 2400:8 4800:1 4800:4 4800:8"
 steps_pairs="tgn:wiki" epochs=3 seeds=3 seeds_opt="" max_events=0 aggregate=last
 coherence=0 coherence_sample=0.1 equal_steps=1 cells_opt="" pairs_opt="" steps_m="1 4 8"
-eval_batch="" resume=""
+eval_batch="" resume="" epochs_opt="" steps_pairs_opt=""
 out=$root/benchmarks/results/refine.json work=$root/runs/refine
 while [[ $# -gt 0 ]]; do
   case $1 in
@@ -58,21 +61,24 @@ while [[ $# -gt 0 ]]; do
     --coherence) coherence=$2; shift ;;
     --coherence-sample) coherence_sample=$2; shift ;;
     --seeds) seeds_opt=$2; shift ;;
+    --epochs) epochs_opt=$2; shift ;;
     --cells) cells_opt=$2; shift ;;
     --pairs) pairs_opt=$2; shift ;;
     --steps-m) steps_m=$2; shift ;;
+    --steps-pairs) steps_pairs_opt=$2; shift ;;
     --eval-batch) eval_batch=$2; shift ;;
     --resume) resume=$(cd "$(absolute "$2")" && pwd) || exit 2; shift ;;
     --out) out=$(absolute "$2"); shift ;;
     --work) work=$(absolute "$2"); shift ;;
     --aggregate) aggregate=$2; shift ;;
-    -h|--help) sed -n '2,39p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,42p' "$0"; exit 0 ;;
     *) echo "unknown option $1 (see --help)" >&2; exit 2 ;;
   esac
   shift
 done
-seeds=${seeds_opt:-$seeds}  # --seeds, --cells and --pairs win over the modes, whatever the order
-cells=${cells_opt:-$cells} pairs=${pairs_opt:-$pairs}
+# The options win over the modes, whatever the order.
+seeds=${seeds_opt:-$seeds} epochs=${epochs_opt:-$epochs} cells=${cells_opt:-$cells}
+pairs=${pairs_opt:-$pairs} steps_pairs=${steps_pairs_opt:-$steps_pairs}
 ((equal_steps)) || steps_pairs=""
 
 start_runs
@@ -183,7 +189,9 @@ def cell(rs):
 def paired(a, b, key):  # chosen m minus m = 1, per seed
     bs = {r["seed"]: r.get(key) for r in b}
     d = [r.get(key) - bs[r["seed"]] for r in a if r.get(key) is not None and bs.get(r["seed"]) is not None]
-    return {"mean": avg(d), "sd": statistics.stdev(d) if len(d) > 1 else None, "n": len(d)}
+    sd = statistics.stdev(d) if len(d) > 1 else None
+    return {"mean": avg(d), "sd": sd, "se": sd / len(d) ** 0.5 if sd is not None else None,
+            "n": len(d), "gains": sum(x > 0 for x in d)}
 
 summary = {}
 for (mo, d, b, ep), by_m in sorted(groups.items()):
@@ -232,8 +240,8 @@ for key, sg in summary.items():
                   f"| {f(c['refined_share'], 3)} | {f(c['refine_seconds_per_epoch'], 2)} |")
 print("\n(* m chosen on validation AP)\n")
 print("| model | dataset | batch | epochs | chosen m | test AP m=1 | test AP chosen | diff (sd) "
-      "| new-node diff (sd) | share of batch-600 loss recovered |")
-print("|" + "---|" * 10)
+      "| seeds gaining | diff / se | new-node diff (sd) | share of batch-600 loss recovered |")
+print("|" + "---|" * 12)
 for key, sg in summary.items():
     for g, s in sg.items():
         if "chosen_m" not in s:
@@ -241,8 +249,11 @@ for key, sg in summary.items():
         t, n = s["test_ap_batch_mean"], s["test_new_nodes_ap_batch_mean"]
         pd = lambda p: f"{f(p['mean'])} ({f(p['sd'])})"
         b, ep = g[5:].split("_epochs")
+        p = t["paired_diff"]
+        ratio = p["mean"] / p["se"] if p["mean"] is not None and p["se"] else None
         print(f"| {key.replace('/', ' | ')} | {b} | {ep} | {s['chosen_m']} | {f(t['m1'])} | {f(t['chosen'])} "
-              f"| {pd(t['paired_diff'])} | {pd(n['paired_diff'])} | {f(t['loss_recovered_share'], 2)} |")
+              f"| {pd(p)} | {p['gains']} of {p['n']} | {f(ratio, 1)} | {pd(n['paired_diff'])} "
+              f"| {f(t['loss_recovered_share'], 2)} |")
 for key, sg in summary.items():
     if "loss_decomposition" in sg:
         x = sg["loss_decomposition"]
