@@ -49,6 +49,9 @@ const NameTable<bool> kTimeNorms{{true, "standard"}, {false, "tgl"}};
 const NameTable<train::RefineAggregate> kRefineAggregates{{train::RefineAggregate::last, "last"},
                                                           {train::RefineAggregate::mean, "mean"}};
 
+const NameTable<model::RefineStart> kRefineStarts{{model::RefineStart::identity, "identity"},
+                                                  {model::RefineStart::updater, "updater"}};
+
 const NameTable<DType> kDTypes{{DType::f32, "f32"}, {DType::f64, "f64"}};
 
 const std::vector<std::string> kDataFormats = {"auto", "jodie",  "tgn", "tgl",
@@ -180,6 +183,10 @@ void declare_gnn_train(OptionRegistry& r) {
          1);
   r.bind("refine.aggregate", FIELD(trainer.refine_aggregate), kRefineAggregates,
          "how a row's earlier in-batch messages combine: the latest, or their mean");
+  r.bind("refine.start", FIELD(trainer.model.refine_start), kRefineStarts,
+         "what a refined row's learned correction starts from: the row itself, or the model's "
+         "own memory updater applied to it with the row's aggregated in-batch message (trained "
+         "through)");
   r.bind("refine.coherence_weight", FIELD(trainer.model.coherence_weight),
          "weight of the coherence loss: the mean squared distance between a refined row and "
          "what the updater gives when it applies the row's earlier in-batch messages in order "

@@ -30,6 +30,10 @@ class NoMemory final : public MemoryPart {
                       Arena&) const override {
     DB_THROW(runtime, "tgnn: a model without memory has no updater to apply");
   }
+  void forward_start(const Tensor&, const Tensor&, const Tensor&, const Tensor&, Arena&) override {
+    DB_THROW(runtime, "tgnn: a model without memory has no updater to apply");
+  }
+  void backward_start(const Tensor&, const Tensor&, const Tensor&, Arena&) override {}
 };
 
 class RecurrentMemory final : public MemoryPart {
@@ -68,10 +72,20 @@ class RecurrentMemory final : public MemoryPart {
     updater_.forward(out, scratch, mail, dt, memory, arena);
   }
 
+  void forward_start(const Tensor& out, const Tensor& memory, const Tensor& mail, const Tensor& dt,
+                     Arena& arena) override {
+    updater_.forward(out, start_ctx_, mail, dt, memory, arena);
+  }
+
+  void backward_start(const Tensor& d_memory, const Tensor& d_mail, const Tensor& d_out,
+                      Arena& arena) override {
+    updater_.backward(d_mail, d_memory, d_out, start_ctx_, arena);
+  }
+
  private:
   TgnnConfig cfg_;
   RecurrentMemoryUpdater updater_;
-  MemoryUpdaterContext ctx_;
+  MemoryUpdaterContext ctx_, start_ctx_;
   int64_t n_ = 0;
 };
 
@@ -110,20 +124,38 @@ class AttentionMemory final : public MemoryPart {
   // A mailbox of the one mail, written at 0 and read at dt; no dropout (no gradient).
   void apply_detached(const Tensor& out, const Tensor& memory, const Tensor& mail, const Tensor& dt,
                       Arena& arena) const override {
+    ApanUpdaterContext scratch;
+    apply_one(out, scratch, memory, mail, dt, arena);
+  }
+
+  // The same with gradient; the copies draw no dropout (they have no row counters of their own).
+  void forward_start(const Tensor& out, const Tensor& memory, const Tensor& mail, const Tensor& dt,
+                     Arena& arena) override {
+    apply_one(out, start_ctx_, memory, mail, dt, arena);
+  }
+
+  void backward_start(const Tensor& d_memory, const Tensor& d_mail, const Tensor& d_out,
+                      Arena& arena) override {
+    const int64_t n = d_out.dim(0);
+    updater_.backward(d_memory, d_mail.reshape(Shape(n, 1, cfg_.d_mail())), d_out, start_ctx_,
+                      arena);
+  }
+
+ private:
+  void apply_one(const Tensor& out, ApanUpdaterContext& ctx, const Tensor& memory,
+                 const Tensor& mail, const Tensor& dt, Arena& arena) const {
     const int64_t n = out.dim(0);
     Tensor mail_ts = arena.alloc(out.dtype(), Shape(n, 1));
     ops::fill(mail_ts, 0.0);
     Tensor mask = arena.alloc(DType::u8, Shape(n, 1));
     ops::fill(mask, 1.0);
-    ApanUpdaterContext scratch;
-    updater_.forward(out, scratch, memory, mail.reshape(Shape(n, 1, cfg_.d_mail())), mail_ts, dt,
-                     mask, DropoutDraw{}, arena);
+    updater_.forward(out, ctx, memory, mail.reshape(Shape(n, 1, cfg_.d_mail())), mail_ts, dt, mask,
+                     DropoutDraw{}, arena);
   }
 
- private:
   TgnnConfig cfg_;
   ApanMemoryUpdater updater_;
-  ApanUpdaterContext ctx_;
+  ApanUpdaterContext ctx_, start_ctx_;
   int64_t n_ = 0;
 };
 

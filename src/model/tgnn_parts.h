@@ -30,6 +30,13 @@ class MemoryPart {
   // the last forward's context: the coherence loss's target. out must not alias memory.
   virtual void apply_detached(const Tensor& out, const Tensor& memory, const Tensor& mail,
                               const Tensor& dt, Arena& arena) const = 0;
+  // The same with gradient (refine.start: updater): out [n, d_mem] from memory, mail and dt
+  // as apply_detached, keeping its own context (apart from forward's) for backward_start.
+  virtual void forward_start(const Tensor& out, const Tensor& memory, const Tensor& mail,
+                             const Tensor& dt, Arena& arena) = 0;
+  // d_memory [n, d_mem] and d_mail [n, d_mail] overwrite; parameter gradients accumulate.
+  virtual void backward_start(const Tensor& d_memory, const Tensor& d_mail, const Tensor& d_out,
+                              Arena& arena) = 0;
 };
 
 class EmbeddingPart {

@@ -7,8 +7,8 @@
 
 namespace depbloom::model {
 
-void Tgnn::refine(const Tensor& updated, const TgnnInputs& in, const Tensor& edge_feat,
-                  Arena& arena) {
+void Tgnn::refine(const Tensor& updated, const TgnnInputs& in, const MemoryRows& rows,
+                  const Tensor& edge_feat, Arena& arena) {
   const int64_t r = in.refine_base.defined() ? in.refine_base.numel() : 0;
   refined_ = r;
   if (r == 0) return;
@@ -38,9 +38,15 @@ void Tgnn::refine(const Tensor& updated, const TgnnInputs& in, const Tensor& edg
   refine_m_ = arena.alloc(dtype, Shape(r, cfg_.d_mail()));
   ops::fill(refine_m_, 0.0);
   ops::scatter_add_rows(refine_m_, msg, in.term_row);
-  refiner_->forward(updated.rows(rows_, rows_ + r), refine_ctx_, refine_s_, refine_m_, in.refine_dt,
+  refine_base_ = in.refine_base;
+  Tensor start = refine_s_;
+  if (cfg_.refine_start == RefineStart::updater) {
+    start = arena.alloc(dtype, Shape(r, d));
+    memory_->forward_start(start, refine_s_, refine_m_, start_dt(in, rows, arena), arena);
+  }
+  refiner_->forward(updated.rows(rows_, rows_ + r), refine_ctx_, start, refine_m_, in.refine_dt,
                     arena);
-  refine_base_ = in.refine_base, term_row_ = in.term_row;
+  term_row_ = in.term_row;
   term_self_ = in.term_self, term_other_ = in.term_other, term_weight_ = in.term_weight;
 }
 
@@ -50,6 +56,13 @@ void Tgnn::refine_backward(const Tensor& d_updated, Arena& arena) {
   Tensor d_s = arena.alloc(dtype, Shape(r, d));
   Tensor d_m = arena.alloc(dtype, Shape(r, cfg_.d_mail()));
   refiner_->backward(d_s, d_m, d_updated.rows(rows_, rows_ + r), refine_ctx_, arena);
+  if (cfg_.refine_start == RefineStart::updater) {  // through u = updater(s, m)
+    const Tensor d_u = d_s;
+    d_s = arena.alloc(dtype, Shape(r, d));
+    Tensor d_mail = arena.alloc(dtype, Shape(r, cfg_.d_mail()));
+    memory_->backward_start(d_s, d_mail, d_u, arena);
+    ops::axpy(d_m, 1.0, d_mail);
+  }
   const Tensor d_base = d_updated.rows(0, rows_);
   ops::scatter_add_rows(d_base, d_s, refine_base_);
   Tensor d_msg = arena.alloc(dtype, Shape(t, cfg_.d_mail()));
@@ -64,6 +77,28 @@ void Tgnn::refine_backward(const Tensor& d_updated, Arena& arena) {
   }
   ops::scatter_add_rows(d_base, d_self, term_self_);
   ops::scatter_add_rows(d_base, d_other, term_other_);
+}
+
+// The dt the updater reads a copy's message with when the correction starts from its output
+// (refine.start: updater): TGL's mail time reads it at the copy's refine dt; the TGN authors'
+// fixes it at the latest earlier event, since the node's update before it.
+Tensor Tgnn::start_dt(const TgnnInputs& in, const MemoryRows& rows, Arena& arena) const {
+  if (!cfg_.mail_dt_at_event) return in.refine_dt;
+  const int64_t r = refined_;
+  DB_ASSERT(in.refine_mail_dt.defined() && in.refine_mail_dt.numel() == r &&
+                in.refine_first.defined() && in.refine_first.numel() == r,
+            "tgnn: refine.start updater with the authors' mail time needs refine_mail_dt and "
+            "refine_first [{}]",
+            r);
+  const DType dtype = in.refine_dt.dtype();
+  Tensor last = arena.alloc(dtype, Shape(r, 1));
+  ops::gather_rows(last, rows.last_update.reshape(Shape(rows_, 1)), in.refine_base);
+  Tensor first_last = arena.alloc(dtype, Shape(r));
+  ops::mul(first_last, last.reshape(Shape(r)), in.refine_first);
+  Tensor dt = arena.alloc(dtype, Shape(r));
+  ops::copy(dt, in.refine_mail_dt);
+  ops::axpy(dt, -1.0, first_last);
+  return dt;
 }
 
 // Round i applies each of the first copies' i-th earlier mail (the plan sorted them by count)

@@ -64,6 +64,7 @@ void BatchPlanner::plan_refine(BatchPlan& p, int32_t micro_batches) {
     p.refine_dt[static_cast<size_t>(c)] = read - p.refine.latest_time[static_cast<size_t>(c)];
   }
   if (copies == 0) return;
+  if (cfg_.refine_mail_dt) plan_refine_mail_dt(p);
   auto redirect = [&](int32_t& row, int32_t micro) {
     const int32_t c =
         req_copy_[static_cast<size_t>(pair_req_[static_cast<size_t>(row * m + micro)])];
@@ -77,6 +78,27 @@ void BatchPlanner::plan_refine(BatchPlan& p, int32_t micro_batches) {
     auto& rows = p.slot_row[static_cast<size_t>(l)];
     for (size_t s = 0; s < rows.size(); ++s)
       if (rows[s] >= 0) redirect(rows[s], micro_of_root(static_cast<int64_t>(s) / span));
+  }
+}
+
+// As the coherence target's mail time for its last mail: the latest earlier event's time less
+// the previous earlier event's (the first's less the node's last update, on the device).
+void BatchPlanner::plan_refine_mail_dt(BatchPlan& p) const {
+  const RefinePlan& rp = p.refine;
+  const auto& mail_time = p.writes.mail_time;
+  const auto time_of = [&](int64_t i) {
+    const int64_t mail =
+        2 * rp.event_pos[static_cast<size_t>(i)] + rp.event_role[static_cast<size_t>(i)];
+    return mail_time[static_cast<size_t>(mail)];
+  };
+  p.refine_mail_dt.resize(static_cast<size_t>(rp.rows()));
+  p.refine_first.resize(static_cast<size_t>(rp.rows()));
+  for (int64_t c = 0; c < rp.rows(); ++c) {
+    const auto at = static_cast<size_t>(c);
+    const int64_t latest = rp.begin[at] + rp.count[at] - 1;
+    const bool first = rp.count[at] == 1;
+    p.refine_mail_dt[at] = first ? time_of(latest) : time_of(latest) - time_of(latest - 1);
+    p.refine_first[at] = first ? 1.0 : 0.0;
   }
 }
 

@@ -155,6 +155,10 @@ void BatchStager::stage_refine(StagedBatch& out, const BatchPlan& plan, StepAren
   in.term_eid = upload(arena.device(), term_eid_.data(), Shape(t));
   if (cfg_.refine_aggregate == RefineAggregate::mean)
     in.term_weight = times_in(dtype_, rp.term_weight, arena);
+  if (!plan.refine_mail_dt.empty()) {
+    in.refine_mail_dt = times_in(dtype_, plan.refine_mail_dt, arena);
+    in.refine_first = times_in(dtype_, plan.refine_first, arena);
+  }
   if (!plan.coherence_copy.empty()) stage_coherence(out, plan, arena);
 }
 

@@ -36,6 +36,7 @@ PlanConfig plan_config(const TrainerConfig& cfg) {
   pc.mail_dt_at_event = m.mail_dt_at_event;
   pc.skip_empty_mailbox = m.skip_empty_mailbox;
   pc.refine_aggregate = cfg.refine_aggregate;
+  pc.refine_mail_dt = m.refine_start == model::RefineStart::updater && m.mail_dt_at_event;
   return pc;
 }
 

@@ -34,7 +34,7 @@ void Trainer::evaluate_batch(const int64_t* batch, int64_t count, uint32_t split
   d.updated =
       arena.alloc(dtype, Shape(in.mem_node.numel() + d.plan.refined_rows(), cfg_.model.d_input()));
   model_->update_memory(d.memory_rows(), in, d.rows, false, arena);
-  if (d.plan.refined_rows() > 0) model_->refine(d.updated, in, edge_feat_.view(), arena);
+  if (d.plan.refined_rows() > 0) model_->refine(d.updated, in, d.rows, edge_feat_.view(), arena);
   d.emb = arena.alloc(dtype, Shape(d.plan.roots(), cfg_.model.d_out()));
   model_->embed(d.emb, in, d.updated, d.rows, edge_feat_.view(), false, arena);
   const int64_t n = (1 + k) * count;

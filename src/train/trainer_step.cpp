@@ -138,7 +138,7 @@ void Trainer::memory_update(StepData& d) {
 void Trainer::refine(StepData& d) {
   d.coherence_target = Tensor{};
   if (d.empty() || d.plan.refined_rows() == 0) return;
-  model_->refine(d.updated, d.staged.in, edge_feat_.view(), arena_->device());
+  model_->refine(d.updated, d.staged.in, d.rows, edge_feat_.view(), arena_->device());
   const auto sampled = static_cast<int64_t>(d.plan.coherence_copy.size());
   if (sampled == 0) return;
   d.coherence_target = arena_->device().alloc(store_->dtype(), Shape(sampled, cfg_.model.d_mem));

@@ -73,6 +73,8 @@ struct CoherenceCase {
   model::MemoryKind memory;
   model::EmbeddingKind embedding;
   double coherence_weight;
+  bool mail_dt_at_event = false;
+  model::RefineStart start = model::RefineStart::identity;
 };
 
 void PrintTo(const CoherenceCase& c, std::ostream* os) {
@@ -92,6 +94,8 @@ TEST_P(WarmRefinedStep, AllocatesNothing) {
   cfg.model.d_mem = 16, cfg.model.d_mem_time = 8, cfg.model.d_emb = 16, cfg.model.d_gnn_time = 8;
   cfg.model.neighbours = 5;
   cfg.model.coherence_weight = c.coherence_weight;
+  cfg.model.mail_dt_at_event = c.mail_dt_at_event;
+  cfg.model.refine_start = c.start;
   cfg.deliver_to_neighbours = c.memory == model::MemoryKind::transformer;
   cfg.batch_size = 32;
   cfg.lr = 1e-3;
@@ -120,6 +124,10 @@ const CoherenceCase kRefinedCases[] = {
     {"tgn_coherence", model::MemoryKind::gru, model::EmbeddingKind::attention, 0.5},
     {"apan_coherence", model::MemoryKind::transformer, model::EmbeddingKind::identity, 0.5},
     {"jodie_refine4", model::MemoryKind::rnn, model::EmbeddingKind::jodie, 0.0},
+    {"tgn_start_updater_at_event", model::MemoryKind::gru, model::EmbeddingKind::attention, 0.0,
+     true, model::RefineStart::updater},
+    {"apan_start_updater", model::MemoryKind::transformer, model::EmbeddingKind::identity, 0.0,
+     false, model::RefineStart::updater},
 };
 
 INSTANTIATE_TEST_SUITE_P(Models, WarmRefinedStep, ::testing::ValuesIn(kRefinedCases),

@@ -31,8 +31,9 @@ struct ModelCase {
   int mailbox;
   bool deliver;
   model::AttentionStyle style = model::AttentionStyle::tgl;
-  int micro_batches = 1;  // refine.micro_batches (issue 17)
-  double coherence = 0;   // refine.coherence_weight
+  int micro_batches = 1;                                    // refine.micro_batches (issue 17)
+  double coherence = 0;                                     // refine.coherence_weight
+  model::RefineStart start = model::RefineStart::identity;  // refine.start
 };
 
 train::TrainerConfig config_for(const ModelCase& c, Device device) {
@@ -47,6 +48,7 @@ train::TrainerConfig config_for(const ModelCase& c, Device device) {
   t.deliver_to_neighbours = c.deliver;
   t.refine_micro_batches = c.micro_batches;
   t.model.coherence_weight = c.coherence;
+  t.model.refine_start = c.start;
   t.refine_coherence_sample = 0.5;
   t.batch_size = t.eval_batch_size = 200;
   t.max_batches = 8;
@@ -72,12 +74,13 @@ float max_abs_diff(const depbloom::Tensor& on_gpu, const depbloom::Tensor& on_cp
 }
 
 // Each step of a short epoch (the four models, TGN and APAN with intra-batch refinement, with
-// and without the coherence loss, and JODIE with refinement), teacher-forced: before the step the
-// GPU trainer loads the CPU trainer's parameters, Adam state and node state, so the two losses and
-// the rows the step writes differ by one step's f32 rounding (summation order, ~1e-6), not by what
-// earlier steps amplified. Then the test split, scored by both from the same state. Free-running
-// f32 traces drift about tenfold per step (docs/dist.md), and a near-chance model's AP moves with
-// tiny score changes: the first H200 run found val AP 0.02-0.03 apart after 8 free-running steps.
+// and without the coherence loss or the updater start, and JODIE with refinement), teacher-forced:
+// before the step the GPU trainer loads the CPU trainer's parameters, Adam state and node state, so
+// the two losses and the rows the step writes differ by one step's f32 rounding (summation order,
+// ~1e-6), not by what earlier steps amplified. Then the test split, scored by both from the same
+// state. Free-running f32 traces drift about tenfold per step (docs/dist.md), and a near-chance
+// model's AP moves with tiny score changes: the first H200 run found val AP 0.02-0.03 apart after 8
+// free-running steps.
 TEST_F(GpuTrainer, CudaStepsAndScoresEqualTheCpuFromTheSameState) {
   data::SynthSpec spec;
   spec.scale = 0.02;
@@ -103,6 +106,11 @@ TEST_F(GpuTrainer, CudaStepsAndScoresEqualTheCpuFromTheSameState) {
        true, model::AttentionStyle::tgl, 4, 0.5},
       {"jodie_refine4", model::MemoryKind::rnn, model::EmbeddingKind::jodie, 1, false,
        model::AttentionStyle::tgl, 4},
+      // The correction started from the updater's output (refine.start: updater).
+      {"tgn_refine4_start_updater", model::MemoryKind::gru, model::EmbeddingKind::attention, 1,
+       false, model::AttentionStyle::tgl, 4, 0, model::RefineStart::updater},
+      {"apan_refine4_start_updater", model::MemoryKind::transformer, model::EmbeddingKind::identity,
+       4, true, model::AttentionStyle::tgl, 4, 0, model::RefineStart::updater},
   };
   for (const ModelCase& c : cases) {
     SCOPED_TRACE(c.name);

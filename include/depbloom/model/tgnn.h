@@ -52,6 +52,12 @@ struct TgnnInputs {
   Tensor term_self, term_other;  // [T] i32 input rows in [0, U)
   Tensor term_eid;               // [T] i64 edge feature row (with edge features)
   Tensor term_weight;            // [T] (state dtype), undefined: every weight is 1
+  // refine.start: updater with the TGN authors' mail time (else undefined): the age the
+  // updater reads each copy's message with, as of the latest earlier event: its time minus
+  // the previous earlier event's, or where refine_first is 1 its time (the model subtracts
+  // the row's last update). With TGL's mail time the updater reads it at refine_dt.
+  Tensor refine_mail_dt;  // [R] (state dtype)
+  Tensor refine_first;    // [R] 1 or 0 (state dtype)
   // The coherence loss (training with a coherence weight; else undefined): the sampled
   // copies and their earlier mails in rounds (train::BatchPlan::coherence_*). Round i applies
   // entries [coh_round[i], coh_round[i+1]) to the first copies of coh_copy, in order.
@@ -95,8 +101,10 @@ class Tgnn {
   void update_memory(const Tensor& updated, const TgnnInputs& in, const MemoryRows& rows,
                      bool training, Arena& arena);
   // Refine stage: rows [U, U + R) of updated [U + R, d_input()] from rows [0, U) (filled by
-  // update_memory) and in.refine_* / term_*; nothing when in has no refined copies.
-  void refine(const Tensor& updated, const TgnnInputs& in, const Tensor& edge_feat, Arena& arena);
+  // update_memory) and in.refine_* / term_*; nothing when in has no refined copies. rows'
+  // last updates are read with refine.start: updater and the TGN authors' mail time.
+  void refine(const Tensor& updated, const TgnnInputs& in, const MemoryRows& rows,
+              const Tensor& edge_feat, Arena& arena);
   // After refine, with coherence rows (in.coh_*; training only): target [S, d_mem] = each
   // sampled copy's base row with its earlier in-batch mails applied in order by the updater
   // (no gradient; rows.last_update is read with mail_dt_at_event).
@@ -122,6 +130,8 @@ class Tgnn {
  private:
   // d_updated [U + R, d_mem]: the copies' gradient pushed onto rows [0, U) (accumulates).
   void refine_backward(const Tensor& d_updated, Arena& arena);
+  // The dt the updater reads each copy's message with (refine.start: updater).
+  Tensor start_dt(const TgnnInputs& in, const MemoryRows& rows, Arena& arena) const;
   // Adds the last coherence loss's gradient (times share) onto the copies of d_updated.
   void coherence_backward(const Tensor& d_updated, double share, Arena& arena);
 

@@ -18,6 +18,10 @@ constexpr int kMaxHops = 4;
 
 enum class NeighbourReads { automatic, table, slots };
 
+// What a refined copy's correction starts from (refine.start): the base row itself, or the
+// model's own updater applied to it with the copy's aggregated in-batch message.
+enum class RefineStart { identity, updater };
+
 struct TgnnConfig {
   MemoryKind memory = MemoryKind::gru;
   EmbeddingKind embedding = EmbeddingKind::attention;
@@ -54,6 +58,10 @@ struct TgnnConfig {
   // the memory rows the trainer lists. Off (no parameters declared) unless refine is set.
   bool refine = false;
   int64_t refine_hidden = 64;
+  // updater: s' = u + g * f(u, m, dt) with u the updater applied (with gradient) to the base
+  // row s and the aggregated message m, so that a fresh refiner already gives the memory a
+  // sequential run would read; identity: s' = s + g * f(s, m, dt).
+  RefineStart refine_start = RefineStart::identity;
   // The coherence loss's weight (refinement only; 0: off): Tgnn::coherence_loss.
   double coherence_weight = 0.0;
 

@@ -31,6 +31,8 @@ struct PlanConfig {
   bool mail_dt_at_event = false;       // store t_event - t_last_update as the mail's time
   bool skip_empty_mailbox = false;     // stage rows with mail first (Tgnn skips the rest)
   RefineAggregate refine_aggregate = RefineAggregate::last;  // with several micro-batches
+  // refine.start: updater with mail_dt_at_event: list each copy's message age (refine_mail_dt).
+  bool refine_mail_dt = false;
 
   // Hops the sampler fills: the embedding's, and one for neighbour delivery.
   int32_t sampled_hops() const { return hops > 0 ? hops : (deliver_to_neighbours ? 1 : 0); }
@@ -82,6 +84,11 @@ struct BatchPlan {
   RefinePlan refine;
   std::vector<int32_t> refine_row;  // [R] memory row
   std::vector<double> refine_dt;    // [R] read time - the latest earlier event's time (>= 0)
+  // With PlanConfig::refine_mail_dt (else empty): the age the updater reads copy c's message
+  // with as of the latest earlier event, its time minus the previous earlier event's, or its
+  // time where refine_first[c] is 1 (the caller subtracts the node's last update).
+  std::vector<double> refine_mail_dt;  // [R]
+  std::vector<double> refine_first;    // [R] 1 or 0
   // The coherence loss's rows (training steps with refine.coherence_weight > 0, else empty):
   // the sampled copies, most earlier events first, and their earlier mails in rounds. Round i
   // holds entries [coherence_round[i], coherence_round[i+1]): the i-th earlier mail of each of
@@ -130,6 +137,7 @@ class BatchPlanner {
   void plan_dropout_ids(BatchPlan& p) const;
   void plan_writes(BatchPlan& p);
   void plan_refine(BatchPlan& p, int32_t micro_batches);    // after plan_writes
+  void plan_refine_mail_dt(BatchPlan& p) const;             // in plan_refine
   int32_t row_of(BatchPlan& p, int32_t node, double time);  // memory row, added if new
   void reserve_table(int64_t entries);
 

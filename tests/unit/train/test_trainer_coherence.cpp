@@ -11,20 +11,20 @@
 #include <string>
 #include <vector>
 
-#include "depbloom/model/memory_updater.h"
 #include "depbloom/train/trainer.h"
 #include "unit/train/active_refiner.h"
 #include "unit/train/tiny_stream.h"
+#include "unit/train/updater_reference.h"
 
 namespace dbtraintest {
 namespace {
 
 using depbloom::Device;
 using depbloom::DType;
-using depbloom::Shape;
 using depbloom::Tensor;
 using depbloom::model::EmbeddingKind;
 using depbloom::model::MemoryKind;
+using depbloom::model::RefineStart;
 using depbloom::train::RefineAggregate;
 using depbloom::train::Trainer;
 using depbloom::train::TrainerConfig;
@@ -37,6 +37,7 @@ struct CoherenceCase {
   double weight;          // the coherence loss's weight (0: off)
   bool mail_dt_at_event;  // the TGN authors' mail time (recurrent updaters only)
   bool standardise_time;  // JODIE's dt normalisation: standardised, or TGL's dt / (t + 1)
+  RefineStart start = RefineStart::identity;  // refine.start
 };
 void PrintTo(const CoherenceCase& c, std::ostream* os) {
   *os << c.name;
@@ -60,6 +61,7 @@ TrainerConfig coherence_config(const CoherenceCase& c, double lr) {
   cfg.model.mail_dt_at_event = c.mail_dt_at_event;
   cfg.model.neighbour_reads = depbloom::model::NeighbourReads::slots;
   cfg.model.coherence_weight = c.weight;
+  cfg.model.refine_start = c.start;
   cfg.standardise_time = c.standardise_time;
   cfg.deliver_to_neighbours = c.memory == MemoryKind::transformer;
   cfg.batch_size = 8;
@@ -174,6 +176,15 @@ const CoherenceCase kGradCases[] = {
     {"jodie_mean", MemoryKind::rnn, EmbeddingKind::jodie, RefineAggregate::mean, 0.0, false, true},
     {"jodie_last_tgl_time_coherence", MemoryKind::rnn, EmbeddingKind::jodie, RefineAggregate::last,
      0.7, false, false},
+    // The correction started from the updater's output, trained through it.
+    {"tgn_last_start_updater", MemoryKind::gru, EmbeddingKind::attention, RefineAggregate::last,
+     0.0, false, true, RefineStart::updater},
+    {"tgn_mean_coherence_start_updater_mail_dt_at_event", MemoryKind::gru, EmbeddingKind::attention,
+     RefineAggregate::mean, 0.7, true, true, RefineStart::updater},
+    {"apan_last_start_updater", MemoryKind::transformer, EmbeddingKind::identity,
+     RefineAggregate::last, 0.0, false, true, RefineStart::updater},
+    {"jodie_last_start_updater_mail_dt_at_event", MemoryKind::rnn, EmbeddingKind::jodie,
+     RefineAggregate::last, 0.0, true, true, RefineStart::updater},
 };
 INSTANTIATE_TEST_SUITE_P(Models, CoherenceGradTest, ::testing::ValuesIn(kGradCases),
                          [](const ::testing::TestParamInfo<CoherenceCase>& info) {
@@ -200,25 +211,8 @@ TEST_P(CoherenceTargetTest, IsTheUpdaterAppliedToTheEarlierMailsInOrder) {
   const auto& p = trainer.last_plan();
   const auto& step = trainer.last_step();
   ASSERT_EQ(p.coherence_copy.size(), static_cast<size_t>(p.refined_rows())) << "sample 1 drew";
-  // The updater with the trainer's parameters, in a store of its own.
-  depbloom::model::ParameterStore store(DType::f64, Device::cpu());
-  const int64_t d = cfg.model.d_mem, d_mail = 2 * d + stream.edge_dim;
-  depbloom::model::RecurrentMemoryUpdater gru(store, "memory_updater",
-                                              depbloom::model::RecurrentCell::gru, d_mail,
-                                              cfg.model.d_mem_time, d);
-  store.finalize();
-  const auto& from = trainer.parameters();
-  for (const auto& e : store.entries()) {
-    const auto it = std::find_if(from.entries().begin(), from.entries().end(),
-                                 [&](const auto& f) { return f.name == e.name; });
-    ASSERT_NE(it, from.entries().end()) << e.name;
-    std::copy_n(from.values().data<double>() + it->offset, e.shape.numel(),
-                store.values().data<double>() + e.offset);
-  }
-  const double* updated = step.updated.data<double>();
-  const auto row_of = [&](int32_t plan_row) {
-    return updated + static_cast<int64_t>(step.staged.input_row(plan_row)) * d;
-  };
+  GruReference gru(trainer, stream.edge_dim);
+  const int64_t d = cfg.model.d_mem;
   // The micro-batch reading each copy: the micro-batch of any root reading it (t0-relative
   // start time), found from the redirected reads.
   std::vector<double> read_start(static_cast<size_t>(p.refined_rows()), -1e300);
@@ -238,25 +232,19 @@ TEST_P(CoherenceTargetTest, IsTheUpdaterAppliedToTheEarlierMailsInOrder) {
     }
   }
   const auto micro_start = [&](size_t copy) { return read_start[copy]; };
-  depbloom::Arena arena(Device::cpu());
   const Tensor target = step.coherence_target;
   int sequences = 0;
   for (size_t j = 0; j < p.coherence_copy.size(); ++j) {
     const auto copy = static_cast<size_t>(p.coherence_copy[j]);
     const int32_t base = p.refine_row[copy];
-    std::vector<double> h(row_of(base), row_of(base) + d);
+    std::vector<double> h(gru.row(trainer, base), gru.row(trainer, base) + d);
     const int64_t begin = p.refine.begin[copy], count = p.refine.count[copy];
     sequences += count > 1;
     double previous = step.rows.last_update.data<double>()[step.staged.input_row(base)];
     for (int64_t i = 0; i < count; ++i) {
       const auto at = static_cast<size_t>(begin + i);
       const auto mail = static_cast<size_t>(2 * p.refine.event_pos[at] + p.refine.event_role[at]);
-      std::vector<double> msg(row_of(p.writes.mail_row[mail]), row_of(p.writes.mail_row[mail]) + d);
-      msg.insert(msg.end(), row_of(p.writes.mail_other[mail]),
-                 row_of(p.writes.mail_other[mail]) + d);
-      const auto eid = static_cast<size_t>(p.writes.mail_event[mail]);
-      for (int64_t f = 0; f < stream.edge_dim; ++f)
-        msg.push_back(stream.edge_feat[eid * static_cast<size_t>(stream.edge_dim) + f]);
+      std::vector<double> msg = gru.mail(trainer, stream, mail);
       const double t = p.writes.mail_time[mail];
       double dt;
       if (at_event) {
@@ -271,12 +259,7 @@ TEST_P(CoherenceTargetTest, IsTheUpdaterAppliedToTheEarlierMailsInOrder) {
         dt = next - t;
       }
       previous = t;
-      arena.reset();
-      depbloom::model::MemoryUpdaterContext ctx;
-      Tensor out = arena.alloc(DType::f64, Shape(1, d));
-      gru.forward(out, ctx, Tensor::wrap(msg.data(), Shape(1, d_mail)), Tensor::wrap(&dt, Shape(1)),
-                  Tensor::wrap(h.data(), Shape(1, d)), arena);
-      std::copy_n(out.data<double>(), d, h.data());
+      gru.apply(h, msg, dt);
     }
     for (int64_t k = 0; k < d; ++k)
       EXPECT_NEAR(target.data<double>()[static_cast<int64_t>(j) * d + k], h[static_cast<size_t>(k)],

@@ -2,7 +2,8 @@
 // gradient of a step's loss matches central differences in every parameter (the refiner's
 // with a non-zero correction and a gate away from 0 and 1), and against a one-micro-batch
 // run of the same parameters and state the embeddings change on exactly the roots that read
-// a refined copy.
+// a refined copy, whatever the correction starts from; and with refine.start: updater a fresh
+// refiner's copies are the GRU applied to each base row with its latest earlier mail.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -13,6 +14,7 @@
 #include "depbloom/train/trainer.h"
 #include "unit/train/active_refiner.h"
 #include "unit/train/tiny_stream.h"
+#include "unit/train/updater_reference.h"
 
 namespace dbtraintest {
 namespace {
@@ -20,6 +22,7 @@ namespace {
 using depbloom::Device;
 using depbloom::DType;
 using depbloom::model::NeighbourReads;
+using depbloom::model::RefineStart;
 using depbloom::train::RefineAggregate;
 using depbloom::train::Trainer;
 using depbloom::train::TrainerConfig;
@@ -104,12 +107,16 @@ bool reads_a_copy(const depbloom::train::BatchPlan& p, int64_t root) {
   return false;
 }
 
-TEST(RefineEmbeddingTest, EmbeddingsChangeExactlyOnRootsReadingCopies) {
+class RefineEmbeddingTest : public ::testing::TestWithParam<RefineStart> {};
+
+TEST_P(RefineEmbeddingTest, EmbeddingsChangeExactlyOnRootsReadingCopies) {
   const auto stream = tiny_stream();
   const auto split = tiny_split(stream);
   // lr 0: the warm-up steps fill the same memory in both runs and move no parameter.
   Trainer plain(stream, split, refine_config(1, RefineAggregate::last, 0.0));
-  Trainer refined(stream, split, refine_config(4, RefineAggregate::last, 0.0));
+  TrainerConfig cfg = refine_config(4, RefineAggregate::last, 0.0);
+  cfg.model.refine_start = GetParam();
+  Trainer refined(stream, split, cfg);
   // The shared parameters by name (the refiner's are extra).
   const auto& from = plain.parameters();
   auto& to = refined.parameters();
@@ -152,6 +159,69 @@ TEST(RefineEmbeddingTest, EmbeddingsChangeExactlyOnRootsReadingCopies) {
   EXPECT_GT(changed, 0);
   EXPECT_LT(changed, roots);
 }
+
+INSTANTIATE_TEST_SUITE_P(Starts, RefineEmbeddingTest,
+                         ::testing::Values(RefineStart::identity, RefineStart::updater),
+                         [](const ::testing::TestParamInfo<RefineStart>& info) {
+                           return std::string(info.param == RefineStart::identity ? "identity"
+                                                                                  : "updater");
+                         });
+
+// refine.start: updater with a fresh refiner (fc2 zero, so g * f = 0): every copy is the GRU
+// applied to its base row with its latest earlier in-batch mail, read at the copy's dt (TGL's
+// mail time) or at that event's age since the node's previous update (the TGN authors').
+class RefineStartTest : public ::testing::TestWithParam<bool> {};
+
+TEST_P(RefineStartTest, FreshRefinerGivesTheUpdaterAppliedToTheLatestMail) {
+  const bool at_event = GetParam();
+  const auto stream = tiny_stream();
+  const auto split = tiny_split(stream);
+  TrainerConfig cfg = refine_config(4, RefineAggregate::last, 0.0);  // lr 0 keeps fc2 at zero
+  cfg.model.refine_start = RefineStart::updater;
+  cfg.model.mail_dt_at_event = at_event;
+  Trainer trainer(stream, split, cfg);
+  const int64_t b = cfg.batch_size;
+  const int64_t* train = split.train.data();
+  trainer.train_step(depbloom::train::contiguous_part(train, b, 0, 1), 1);
+  trainer.train_step(depbloom::train::contiguous_part(train + b, b, 0, 1), 1);
+  trainer.step_loss(train + 2 * b, b, 1, false);
+  const auto& p = trainer.last_plan();
+  const auto& step = trainer.last_step();
+  ASSERT_GT(p.refined_rows(), 0);
+  GruReference gru(trainer, stream.edge_dim);
+  const int64_t d = cfg.model.d_mem, u = p.memory_rows();
+  const auto mail_of = [&](int64_t i) {
+    return static_cast<size_t>(2 * p.refine.event_pos[static_cast<size_t>(i)] +
+                               p.refine.event_role[static_cast<size_t>(i)]);
+  };
+  int firsts = 0, laters = 0;
+  for (int64_t c = 0; c < p.refined_rows(); ++c) {
+    const auto at = static_cast<size_t>(c);
+    const int32_t base = p.refine_row[at];
+    const int64_t latest = p.refine.begin[at] + p.refine.count[at] - 1;
+    std::vector<double> h(gru.row(trainer, base), gru.row(trainer, base) + d);
+    std::vector<double> msg = gru.mail(trainer, stream, mail_of(latest));
+    double dt = p.refine_dt[at];
+    if (at_event) {
+      const double before = p.refine.count[at] == 1
+                                ? step.rows.last_update.data<double>()[step.staged.input_row(base)]
+                                : p.writes.mail_time[mail_of(latest - 1)];
+      dt = p.writes.mail_time[mail_of(latest)] - before;
+    }
+    (p.refine.count[at] == 1 ? firsts : laters) += 1;
+    gru.apply(h, msg, dt);
+    const double* copy = step.updated.data<double>() + (u + c) * d;
+    for (int64_t k = 0; k < d; ++k)
+      EXPECT_NEAR(copy[k], h[static_cast<size_t>(k)], 1e-12) << "copy " << c << ", column " << k;
+  }
+  EXPECT_GT(firsts, 0) << "no copy after a single earlier event";
+  EXPECT_GT(laters, 0) << "no copy after two or more earlier events";
+}
+
+INSTANTIATE_TEST_SUITE_P(MailTimes, RefineStartTest, ::testing::Values(false, true),
+                         [](const ::testing::TestParamInfo<bool>& info) {
+                           return std::string(info.param ? "at_event" : "at_read");
+                         });
 
 }  // namespace
 }  // namespace dbtraintest
