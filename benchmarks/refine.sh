@@ -11,7 +11,8 @@
 #
 #   benchmarks/refine.sh [--smoke | --quick | --acceptance] [--no-equal-steps] [--seeds N]
 #                        [--epochs E] [--out FILE] [--work DIR] [--aggregate last|mean]
-#                        [--coherence W] [--coherence-sample S] [--cells "B:M ..."]
+#                        [--coherence W] [--coherence-sample S] [--start identity|updater]
+#                        [--cells "B:M ..."]
 #                        [--pairs "MODEL:DATA ..."] [--steps-m "M ..."]
 #                        [--steps-pairs "MODEL:DATA ..."] [--eval-batch N]
 #                        [--resume DIR]
@@ -29,6 +30,8 @@
 #   --aggregate   refine.aggregate for the m > 1 runs (default last)
 #   --coherence W refine.coherence_weight for the m > 1 runs (default 0: off)
 #   --coherence-sample S  refine.coherence_sample (default 0.1)
+#   --start S     refine.start for the m > 1 runs (default identity; updater: the correction
+#                 starts from the memory updater's output)
 #   --cells "B:M ..."  the (batch, m) cells instead of the mode's, e.g. "4800:1 4800:4"
 #   --pairs "MODEL:DATA ..."  the (model, dataset) pairs instead of the mode's, e.g. "apan:wiki"
 #   --steps-m "M ..."  the m values of the equal-steps runs (default "1 4 8")
@@ -49,7 +52,7 @@ source "$root/benchmarks/bench_common.sh"
 
 pairs="tgn:wiki jodie:wiki apan:wiki tgn:reddit" cells="600:1 2400:1 2400:4 2400:8 4800:1 4800:4 4800:8"
 steps_pairs="tgn:wiki" epochs=3 seeds=3 seeds_opt="" max_events=0 aggregate=last
-coherence=0 coherence_sample=0.1 equal_steps=1 cells_opt="" pairs_opt="" steps_m="1 4 8"
+coherence=0 coherence_sample=0.1 start=identity equal_steps=1 cells_opt="" pairs_opt="" steps_m="1 4 8"
 eval_batch="" resume="" epochs_opt="" steps_pairs_opt=""
 out=$root/benchmarks/results/refine.json work=$root/runs/refine
 while [[ $# -gt 0 ]]; do
@@ -60,6 +63,7 @@ while [[ $# -gt 0 ]]; do
     --no-equal-steps) equal_steps=0 ;;
     --coherence) coherence=$2; shift ;;
     --coherence-sample) coherence_sample=$2; shift ;;
+    --start) start=$2; shift ;;
     --seeds) seeds_opt=$2; shift ;;
     --epochs) epochs_opt=$2; shift ;;
     --cells) cells_opt=$2; shift ;;
@@ -71,7 +75,7 @@ while [[ $# -gt 0 ]]; do
     --out) out=$(absolute "$2"); shift ;;
     --work) work=$(absolute "$2"); shift ;;
     --aggregate) aggregate=$2; shift ;;
-    -h|--help) sed -n '2,42p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,45p' "$0"; exit 0 ;;
     *) echo "unknown option $1 (see --help)" >&2; exit 2 ;;
   esac
   shift
@@ -96,7 +100,7 @@ run() {
   "$train" --config "configs/$model-wiki.yaml" --data "$data" --device cpu --threads "$cores" \
     --seed "$seed" --set "train.batch_size=$batch" --set "refine.micro_batches=$m" \
     --set "refine.aggregate=$aggregate" --set "refine.coherence_weight=$([[ $m -gt 1 ]] && echo "$coherence" || echo 0)" \
-    --set "refine.coherence_sample=$coherence_sample" --set "train.epoch=$ep" --set train.patience=0 \
+    --set "refine.coherence_sample=$coherence_sample" --set "refine.start=$start" --set "train.epoch=$ep" --set train.patience=0 \
     --set "data.max_events=$max_events" --set run.checkpoint=false --set run.progress=false \
     "${eval_set[@]}" --out "$dir" >"$dir/train.log" 2>&1 || rc=$?
   [[ $rc -eq 0 ]] || { log "failed with exit code $rc (see $dir/train.log)"; status=1; }
@@ -118,7 +122,7 @@ for pair in $pairs; do
 done
 
 PYTHONPATH="$root/benchmarks" python3 - "$out" "$manifest" "$epochs" "$max_events" "$cores" "$aggregate" \
-  "$coherence" "$coherence_sample" "${eval_batch:-config}" <<'EOF'
+  "$coherence" "$coherence_sample" "${eval_batch:-config}" "$start" <<'EOF'
 import datetime, statistics, sys
 from bench_metrics import commit, run_device, run_metrics, write_json
 
@@ -127,6 +131,7 @@ epochs, max_events, cores = map(int, sys.argv[3:6])
 aggregate = sys.argv[6]
 coherence, coherence_sample = map(float, sys.argv[7:9])
 eval_batch = sys.argv[9]  # "config" (the config's eval.batch_size), "train" or a number
+start = sys.argv[10]  # refine.start of the m > 1 runs
 
 def cpu_model():
     for line in open("/proc/cpuinfo"):
@@ -136,7 +141,8 @@ def cpu_model():
 def summarise(model, dataset, batch, m, ep, seed, run, rc):
     e = {"model": model, "dataset": dataset, "batch_size": batch, "micro_batches": m,
          "aggregate": aggregate if m > 1 else None,
-         "coherence_weight": coherence if m > 1 else 0.0, "epochs": ep, "seed": seed,
+         "coherence_weight": coherence if m > 1 else 0.0,
+         "start": start if m > 1 else None, "epochs": ep, "seed": seed,
          "run_dir": run, "exit_code": int(rc)}
     dev = run_device(run)
     if dev:
@@ -221,7 +227,7 @@ write_json(out, {
     "machine": {"nproc": cores, "cpu_model": cpu_model()},
     "generated": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
     "epochs": epochs, "max_events": max_events, "aggregate": aggregate, "eval_batch": eval_batch,
-    "coherence_weight": coherence, "coherence_sample": coherence_sample,
+    "coherence_weight": coherence, "coherence_sample": coherence_sample, "start": start,
     "runs": runs, "summary": summary}, "refine")
 
 f = lambda x, n=4: "-" if x is None else f"{x:.{n}f}"
