@@ -118,16 +118,7 @@ TEST_P(RefineEmbeddingTest, EmbeddingsChangeExactlyOnRootsReadingCopies) {
   cfg.model.refine_start = GetParam();
   Trainer refined(stream, split, cfg);
   // The shared parameters by name (the refiner's are extra).
-  const auto& from = plain.parameters();
-  auto& to = refined.parameters();
-  for (const auto& e : to.entries()) {
-    if (e.name.rfind("refine.", 0) == 0) continue;
-    const auto it = std::find_if(from.entries().begin(), from.entries().end(),
-                                 [&](const auto& f) { return f.name == e.name; });
-    ASSERT_NE(it, from.entries().end()) << e.name;
-    std::copy_n(from.values().data<double>() + it->offset, e.shape.numel(),
-                to.values().data<double>() + e.offset);
-  }
+  ASSERT_TRUE(copy_by_name(plain.parameters(), refined.parameters(), "refine."));
   make_refiner_active(refined.parameters());
   const int64_t b = 8;
   const int64_t* train = split.train.data();

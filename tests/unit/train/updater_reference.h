@@ -1,11 +1,13 @@
-// The recurrent updater written out for the refinement tests: a GRU with a trainer's own
-// parameters in a store of its own, applied one row at a time to mails built from a step's
-// updated rows as the write-back builds them. Test code only.
+// Helpers of the refinement tests: parameters copied between stores by name, and the
+// recurrent updater written out (a GRU with a trainer's own parameters in a store of its
+// own, applied one row at a time to mails built from a step's updated rows as the write-back
+// builds them). Test code only.
 #pragma once
 
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <string>
 #include <vector>
 
 #include "depbloom/core/arena.h"
@@ -13,6 +15,25 @@
 #include "depbloom/train/trainer.h"
 
 namespace dbtraintest {
+
+// Each f64 parameter of `to` whose name does not start with `skip_prefix` gets the value of
+// `from`'s parameter of that name; false (with a failure per name) when `from` lacks one.
+inline bool copy_by_name(const depbloom::model::ParameterStore& from,
+                         depbloom::model::ParameterStore& to, const std::string& skip_prefix = "") {
+  bool all = true;
+  for (const auto& e : to.entries()) {
+    if (!skip_prefix.empty() && e.name.rfind(skip_prefix, 0) == 0) continue;
+    const depbloom::model::ParamId id = from.find(e.name);
+    EXPECT_TRUE(id.valid()) << e.name << " is not in the source store";
+    if (!id.valid()) {
+      all = false;
+      continue;
+    }
+    std::copy_n(from.value(id).data<double>(), e.shape.numel(),
+                to.values().data<double>() + e.offset);
+  }
+  return all;
+}
 
 class GruReference {
  public:
@@ -24,15 +45,7 @@ class GruReference {
              trainer.config().model.d_mem_time, d_),
         arena_(depbloom::Device::cpu()) {
     store_.finalize();
-    const auto& from = trainer.parameters();
-    for (const auto& e : store_.entries()) {
-      const auto it = std::find_if(from.entries().begin(), from.entries().end(),
-                                   [&](const auto& f) { return f.name == e.name; });
-      EXPECT_NE(it, from.entries().end()) << e.name;
-      if (it == from.entries().end()) continue;
-      std::copy_n(from.values().data<double>() + it->offset, e.shape.numel(),
-                  store_.values().data<double>() + e.offset);
-    }
+    copy_by_name(trainer.parameters(), store_);
   }
 
   // The last step's updated row of plan memory row `row` (a pointer to d values).
