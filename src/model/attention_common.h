@@ -47,6 +47,31 @@ struct InputPart {
   int64_t width;
 };
 
+// W [N, sum widths]'s column blocks as contiguous copies from `arena`, for GEMMs on one part
+// of a concatenated input; join_column_blocks writes (accumulated) blocks back into W.
+template <size_t P>
+std::array<Tensor, P> column_blocks(Arena& arena, const Tensor& w,
+                                    const std::array<int64_t, P>& widths) {
+  static_assert(P == 2 || P == 3, "inputs of two or three parts");
+  std::array<Tensor, P> blocks;
+  for (size_t p = 0; p < P; ++p) blocks[p] = arena.alloc(w.dtype(), Shape(w.dim(0), widths[p]));
+  if constexpr (P == 2) {
+    ops::split_cols({blocks[0], blocks[1]}, w);
+  } else {
+    ops::split_cols({blocks[0], blocks[1], blocks[2]}, w);
+  }
+  return blocks;
+}
+
+template <size_t P>
+void join_column_blocks(const Tensor& w, const std::array<Tensor, P>& blocks) {
+  if constexpr (P == 2) {
+    ops::concat_cols(w, {blocks[0], blocks[1]});
+  } else {
+    ops::concat_cols(w, {blocks[0], blocks[1], blocks[2]});
+  }
+}
+
 // dx_p = dy W_p (dx_p += dy W_p with accumulate) for every wanted part p, where W_p is W's
 // block of columns for part p. Parts that need no gradient cost nothing: stored mails and
 // edge features are most of the width (372 of the 472 columns of TGN's GRU input, 172 of
@@ -54,15 +79,9 @@ struct InputPart {
 template <size_t P>
 void affine_backward_parts(Arena& arena, const std::array<InputPart, P>& parts, const Tensor& dy,
                            const Tensor& w, bool accumulate = false) {
-  static_assert(P == 2 || P == 3, "inputs of two or three parts");
-  std::array<Tensor, P> blocks;  // W's column blocks, contiguous for the GEMMs
-  for (size_t p = 0; p < P; ++p)
-    blocks[p] = arena.alloc(w.dtype(), Shape(w.dim(0), parts[p].width));
-  if constexpr (P == 2) {
-    ops::split_cols({blocks[0], blocks[1]}, w);
-  } else {
-    ops::split_cols({blocks[0], blocks[1], blocks[2]}, w);
-  }
+  std::array<int64_t, P> widths;
+  for (size_t p = 0; p < P; ++p) widths[p] = parts[p].width;
+  const std::array<Tensor, P> blocks = column_blocks(arena, w, widths);
   for (size_t p = 0; p < P; ++p) {
     const Tensor& dx = parts[p].dx;
     if (dx.defined() && !dx.empty())

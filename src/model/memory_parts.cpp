@@ -5,6 +5,7 @@
 
 #include "depbloom/backend/ops.h"
 #include "depbloom/model/apan_updater.h"
+#include "depbloom/model/context.h"
 #include "depbloom/model/memory_updater.h"
 #include "model/tgnn_parts.h"
 
@@ -30,7 +31,8 @@ class NoMemory final : public MemoryPart {
                       Arena&) const override {
     DB_THROW(runtime, "tgnn: a model without memory has no updater to apply");
   }
-  void forward_start(const Tensor&, const Tensor&, const Tensor&, const Tensor&, Arena&) override {
+  void forward_start(const Tensor&, const Tensor&, const CopyMessages&, const Tensor&,
+                     Arena&) override {
     DB_THROW(runtime, "tgnn: a model without memory has no updater to apply");
   }
   void backward_start(const Tensor&, const Tensor&, const Tensor&, Arena&) override {}
@@ -72,14 +74,14 @@ class RecurrentMemory final : public MemoryPart {
     updater_.forward(out, scratch, mail, dt, memory, arena);
   }
 
-  void forward_start(const Tensor& out, const Tensor& memory, const Tensor& mail, const Tensor& dt,
-                     Arena& arena) override {
-    updater_.forward(out, start_ctx_, mail, dt, memory, arena);
+  void forward_start(const Tensor& out, const Tensor& memory, const CopyMessages& msgs,
+                     const Tensor& dt, Arena& arena) override {
+    updater_.forward_copies(out, start_ctx_, msgs, dt, memory, arena);
   }
 
-  void backward_start(const Tensor& d_memory, const Tensor& d_mail, const Tensor& d_out,
+  void backward_start(const Tensor& d_memory, const Tensor& d_distinct, const Tensor& d_out,
                       Arena& arena) override {
-    updater_.backward(d_mail, d_memory, d_out, start_ctx_, arena);
+    updater_.backward_copies(d_distinct, d_memory, d_out, start_ctx_, arena);
   }
 
  private:
@@ -128,17 +130,24 @@ class AttentionMemory final : public MemoryPart {
     apply_one(out, scratch, memory, mail, dt, arena);
   }
 
-  // The same with gradient; the copies draw no dropout (they have no row counters of their own).
-  void forward_start(const Tensor& out, const Tensor& memory, const Tensor& mail, const Tensor& dt,
-                     Arena& arena) override {
+  // The same with gradient; the copies draw no dropout (they have no row counters of their
+  // own). The attention reads each copy's mail whole, so the mails are spread out first.
+  void forward_start(const Tensor& out, const Tensor& memory, const CopyMessages& msgs,
+                     const Tensor& dt, Arena& arena) override {
+    start_msgs_ = msgs;
+    Tensor mail = arena.alloc(out.dtype(), Shape(msgs.copies, cfg_.d_mail()));
+    ops::fill(mail, 0.0);
+    spread_to_copies(mail, msgs.distinct, msgs, arena);
     apply_one(out, start_ctx_, memory, mail, dt, arena);
   }
 
-  void backward_start(const Tensor& d_memory, const Tensor& d_mail, const Tensor& d_out,
+  void backward_start(const Tensor& d_memory, const Tensor& d_distinct, const Tensor& d_out,
                       Arena& arena) override {
     const int64_t n = d_out.dim(0);
+    Tensor d_mail = arena.alloc(d_out.dtype(), Shape(n, cfg_.d_mail()));
     updater_.backward(d_memory, d_mail.reshape(Shape(n, 1, cfg_.d_mail())), d_out, start_ctx_,
                       arena);
+    if (wanted(d_distinct)) collect_to_messages(d_distinct, d_mail, start_msgs_, arena);
   }
 
  private:
@@ -156,6 +165,7 @@ class AttentionMemory final : public MemoryPart {
   TgnnConfig cfg_;
   ApanMemoryUpdater updater_;
   ApanUpdaterContext ctx_, start_ctx_;
+  CopyMessages start_msgs_;
   int64_t n_ = 0;
 };
 

@@ -1,5 +1,7 @@
-// The refiner from existing ops only (time encoding, concat/split, gemm, bias, sigmoid, relu,
-// mul, axpy), so the CUDA backend runs it through the same op interface as the CPU.
+// The refiner from existing ops only (time encoding, split/concat, gather/scatter, gemm, bias,
+// sigmoid, relu, mul, axpy), so the CUDA backend runs it through the same op interface as the
+// CPU. The gate and fc1 read x = [s || m || enc(dt)] part by part through their weights'
+// column blocks: x is never built, and m's part is projected once per distinct message.
 #include "depbloom/model/memory_refiner.h"
 
 #include "depbloom/backend/ops.h"
@@ -7,8 +9,38 @@
 #include "model/attention_common.h"
 
 namespace depbloom::model {
+namespace {
 
 using ops::Act;
+using ops::Trans;
+using Blocks = std::array<Tensor, 3>;
+
+// y [R, N] = s W_s^T + enc W_t^T + b + (each copy's message) W_m^T, with w = (W_s, W_m, W_t).
+void parts_forward(const Tensor& y, const Blocks& w, const Tensor& b, const Tensor& s,
+                   const CopyMessages& msgs, const Tensor& encoded, Arena& arena) {
+  ops::gemm(y, s, Trans::N, w[0], Trans::T);
+  ops::gemm(y, encoded, Trans::N, w[2], Trans::T, 1.0, 1.0);
+  ops::bias_add(y, b);
+  project_messages(y, w[1], msgs, arena);
+}
+
+// Its backward from dy [R, N]: dw [N, in] and db accumulate, and so do d_s (when wanted),
+// d_encoded and d_distinct (when wanted).
+void parts_backward(const Tensor& d_s, const Tensor& d_encoded, const Tensor& d_distinct,
+                    const Tensor& dw, const Tensor& db, const Tensor& dy, const Blocks& w,
+                    const MemoryRefinerContext& ctx, Arena& arena) {
+  const std::array<int64_t, 3> widths = {w[0].dim(1), w[1].dim(1), w[2].dim(1)};
+  const Blocks dw_parts = detail::column_blocks(arena, dw, widths);
+  ops::gemm(dw_parts[0], dy, Trans::T, ctx.s, Trans::N, 1.0, 1.0);
+  ops::gemm(dw_parts[2], dy, Trans::T, ctx.encoded, Trans::N, 1.0, 1.0);
+  project_messages_backward(d_distinct, dw_parts[1], dy, w[1], ctx.msgs, arena);
+  detail::join_column_blocks(dw, dw_parts);
+  ops::bias_grad(db, dy);
+  if (wanted(d_s)) ops::gemm(d_s, dy, Trans::N, w[0], Trans::N, 1.0, 1.0);
+  ops::gemm(d_encoded, dy, Trans::N, w[2], Trans::N, 1.0, 1.0);
+}
+
+}  // namespace
 
 MemoryRefiner::MemoryRefiner(ParameterStore& store, const std::string& name, int64_t memory_dim,
                              int64_t message_dim, int64_t time_dim, int64_t hidden)
@@ -26,30 +58,34 @@ MemoryRefiner::MemoryRefiner(ParameterStore& store, const std::string& name, int
 }
 
 void MemoryRefiner::forward(const Tensor& out, MemoryRefinerContext& ctx, const Tensor& s,
-                            const Tensor& m, const Tensor& dt, Arena& arena) const {
+                            const CopyMessages& msgs, const Tensor& dt, Arena& arena) const {
   const char* layer = "memory refiner";
   DB_ASSERT(s.defined() && s.rank() == 2, "{}: s is {}, expected [R, {}]", layer, s.str(),
             memory_dim_);
   const int64_t rows = s.dim(0);
   detail::expect_shape(layer, "s", s, Shape(rows, memory_dim_));
-  detail::expect_float_like(layer, "m", m, s, Shape(rows, message_dim_));
+  DB_ASSERT(msgs.copies == rows && msgs.distinct.defined(),
+            "{}: messages for {} copies with distinct {}, expected {} copies", layer, msgs.copies,
+            msgs.distinct.str(), rows);
+  detail::expect_float_like(layer, "distinct messages", msgs.distinct, s,
+                            Shape(msgs.distinct.dim(0), message_dim_));
   detail::expect_float_like(layer, "dt", dt, s, Shape(rows));
   detail::expect_float_like(layer, "out", out, s, Shape(rows, memory_dim_));
   ctx = MemoryRefinerContext{};
   if (rows == 0) return;
   const DType dtype = s.dtype();
-
-  // x [R, in] = [s || m || enc(dt)]; the gate and fc1 read it, the Linear contexts keep it.
-  Tensor encoded = arena.alloc(dtype, Shape(rows, time_.dim()));
-  time_.forward(encoded, ctx.time, dt);
-  Tensor x = arena.alloc(dtype, Shape(rows, input_dim()));
-  ops::concat_cols(x, {s, m, encoded});
+  ctx.s = s, ctx.msgs = msgs;
+  ctx.encoded = arena.alloc(dtype, Shape(rows, time_.dim()));
+  time_.forward(ctx.encoded, ctx.time, dt);
+  const std::array<int64_t, 3> widths = {memory_dim_, message_dim_, time_.dim()};
+  ctx.gate_w = detail::column_blocks(arena, store_->value(gate_.weight()), widths);
+  ctx.fc1_w = detail::column_blocks(arena, store_->value(fc1_.weight()), widths);
 
   ctx.g = arena.alloc(dtype, Shape(rows, memory_dim_));
-  gate_.forward(ctx.g, ctx.gate, x);
+  parts_forward(ctx.g, ctx.gate_w, store_->value(gate_.bias()), s, msgs, ctx.encoded, arena);
   ops::act_forward(Act::sigmoid, ctx.g, ctx.g);
   ctx.h = arena.alloc(dtype, Shape(rows, hidden_));
-  fc1_.forward(ctx.h, ctx.fc1, x);
+  parts_forward(ctx.h, ctx.fc1_w, store_->value(fc1_.bias()), s, msgs, ctx.encoded, arena);
   ops::act_forward(Act::relu, ctx.h, ctx.h);
   ctx.f = arena.alloc(dtype, Shape(rows, memory_dim_));
   fc2_.forward(ctx.f, ctx.fc2, ctx.h);
@@ -61,7 +97,7 @@ void MemoryRefiner::forward(const Tensor& out, MemoryRefinerContext& ctx, const 
   ops::axpy(out, 1.0, gated);
 }
 
-void MemoryRefiner::backward(const Tensor& d_s, const Tensor& d_m, const Tensor& d_out,
+void MemoryRefiner::backward(const Tensor& d_s, const Tensor& d_distinct, const Tensor& d_out,
                              const MemoryRefinerContext& ctx, Arena& arena) const {
   const int64_t rows = d_out.dim(0);
   detail::expect_shape("memory refiner", "d_out", d_out, Shape(rows, memory_dim_));
@@ -80,18 +116,14 @@ void MemoryRefiner::backward(const Tensor& d_s, const Tensor& d_m, const Tensor&
   fc2_.backward(d_h, d_f, ctx.fc2);
   ops::act_backward(Act::relu, d_h, d_h, ctx.h);
 
-  // dx [R, in] = d_gate Wg + d_h W1: the gate's backward writes it, fc1's GEMM adds to it.
-  Tensor dx = arena.alloc(dtype, Shape(rows, input_dim()));
-  gate_.backward(dx, d_gate, ctx.gate);
-  fc1_.backward(Tensor{}, d_h, ctx.fc1);
-  ops::gemm(dx, d_h, ops::Trans::N, store_->value(fc1_.weight()), ops::Trans::N, 1.0, 1.0);
-
-  // Split dx into its three parts; d_s adds the residual's direct path.
-  Tensor ds_part = wanted(d_s) ? d_s : arena.alloc(dtype, Shape(rows, memory_dim_));
-  Tensor dm_part = wanted(d_m) ? d_m : arena.alloc(dtype, Shape(rows, message_dim_));
+  // d_s starts from the residual's direct path; both branches add their parts of dx.
+  if (wanted(d_s)) ops::copy(d_s, d_out);
   Tensor d_encoded = arena.alloc(dtype, Shape(rows, time_.dim()));
-  ops::split_cols({ds_part, dm_part, d_encoded}, dx);
-  if (wanted(d_s)) ops::axpy(d_s, 1.0, d_out);
+  ops::fill(d_encoded, 0.0);
+  parts_backward(d_s, d_encoded, d_distinct, store_->grad(gate_.weight()),
+                 store_->grad(gate_.bias()), d_gate, ctx.gate_w, ctx, arena);
+  parts_backward(d_s, d_encoded, d_distinct, store_->grad(fc1_.weight()), store_->grad(fc1_.bias()),
+                 d_h, ctx.fc1_w, ctx, arena);
   time_.backward(d_encoded, ctx.time);
 }
 

@@ -43,11 +43,40 @@ void RecurrentMemoryUpdater::forward(const Tensor& h_new, MemoryUpdaterContext& 
   time_.forward(encoded, ctx.time, mail_dt);
   ctx.input = arena.alloc(dtype, Shape(batch, mail_dim_ + time_.dim()));
   ops::concat_cols(ctx.input, {mail, encoded});
-
   Tensor gx = arena.alloc(dtype, Shape(batch, gate_rows()));
-  Tensor gh = arena.alloc(dtype, Shape(batch, gate_rows()));
   ops::gemm(gx, ctx.input, Trans::N, store_->value(weight_ih_), Trans::T);
   ops::bias_add(gx, store_->value(bias_ih_));
+  cell_forward(h_new, ctx, gx, memory, arena);
+}
+
+void RecurrentMemoryUpdater::forward_copies(const Tensor& h_new, MemoryUpdaterContext& ctx,
+                                            const CopyMessages& msgs, const Tensor& mail_dt,
+                                            const Tensor& memory, Arena& arena) const {
+  const int64_t batch = memory.dim(0);
+  const DType dtype = memory.dtype();
+  DB_ASSERT(memory.rank() == 2 && memory.dim(1) == hidden_ && msgs.copies == batch &&
+                msgs.distinct.rank() == 2 && msgs.distinct.dim(1) == mail_dim_,
+            "memory updater: {} copies' messages {} and memory {} do not match [D, {}] and "
+            "[B, {}]",
+            msgs.copies, msgs.distinct.str(), memory.str(), mail_dim_, hidden_);
+  ctx.input = arena.alloc(dtype, Shape(batch, time_.dim()));
+  time_.forward(ctx.input, ctx.time, mail_dt);
+  ctx.msgs = msgs;
+  ctx.w_ih = detail::column_blocks(arena, store_->value(weight_ih_),
+                                   std::array<int64_t, 2>{mail_dim_, time_.dim()});
+  Tensor gx = arena.alloc(dtype, Shape(batch, gate_rows()));
+  ops::gemm(gx, ctx.input, Trans::N, ctx.w_ih[1], Trans::T);
+  ops::bias_add(gx, store_->value(bias_ih_));
+  project_messages(gx, ctx.w_ih[0], msgs, arena);
+  cell_forward(h_new, ctx, gx, memory, arena);
+}
+
+void RecurrentMemoryUpdater::cell_forward(const Tensor& h_new, MemoryUpdaterContext& ctx,
+                                          const Tensor& gx, const Tensor& memory,
+                                          Arena& arena) const {
+  const int64_t batch = memory.dim(0);
+  const DType dtype = memory.dtype();
+  Tensor gh = arena.alloc(dtype, Shape(batch, gate_rows()));
   ops::gemm(gh, memory, Trans::N, store_->value(weight_hh_), Trans::T);
   ops::bias_add(gh, store_->value(bias_hh_));
   if (cell_ == RecurrentCell::gru) {
@@ -60,9 +89,8 @@ void RecurrentMemoryUpdater::forward(const Tensor& h_new, MemoryUpdaterContext& 
   ctx.h_new = h_new;
 }
 
-void RecurrentMemoryUpdater::backward(const Tensor& d_mail, const Tensor& d_memory,
-                                      const Tensor& dh_new, const MemoryUpdaterContext& ctx,
-                                      Arena& arena) const {
+Tensor RecurrentMemoryUpdater::cell_backward(const Tensor& d_memory, const Tensor& dh_new,
+                                             const MemoryUpdaterContext& ctx, Arena& arena) const {
   const int64_t batch = dh_new.dim(0);
   const DType dtype = dh_new.dtype();
   Tensor d_gx = arena.alloc(dtype, Shape(batch, gate_rows()));
@@ -77,8 +105,6 @@ void RecurrentMemoryUpdater::backward(const Tensor& d_mail, const Tensor& d_memo
     ops::rnn_cell_backward(d_gx, dh_new, ctx.h_new);
     d_gh = d_gx;  // gx and gh enter the RNN cell as one sum
   }
-
-  ops::gemm(store_->grad(weight_ih_), d_gx, Trans::T, ctx.input, Trans::N, 1.0, 1.0);
   ops::bias_grad(store_->grad(bias_ih_), d_gx);
   ops::gemm(store_->grad(weight_hh_), d_gh, Trans::T, ctx.memory, Trans::N, 1.0, 1.0);
   ops::bias_grad(store_->grad(bias_hh_), d_gh);
@@ -86,14 +112,38 @@ void RecurrentMemoryUpdater::backward(const Tensor& d_mail, const Tensor& d_memo
     const double keep_direct = cell_ == RecurrentCell::gru ? 1.0 : 0.0;
     ops::gemm(d_memory, d_gh, Trans::N, store_->value(weight_hh_), Trans::N, 1.0, keep_direct);
   }
+  return d_gx;
+}
 
+void RecurrentMemoryUpdater::backward(const Tensor& d_mail, const Tensor& d_memory,
+                                      const Tensor& dh_new, const MemoryUpdaterContext& ctx,
+                                      Arena& arena) const {
+  const Tensor d_gx = cell_backward(d_memory, dh_new, ctx, arena);
+  ops::gemm(store_->grad(weight_ih_), d_gx, Trans::T, ctx.input, Trans::N, 1.0, 1.0);
   // d_in [B, d_mail + d_time] = d_gx W_ih, for the parts that need it: the mail is stored
   // state and usually wants none; the encoding of its age feeds the time encoder.
-  Tensor d_encoded = arena.alloc(dtype, Shape(batch, time_.dim()));
+  Tensor d_encoded = arena.alloc(dh_new.dtype(), Shape(dh_new.dim(0), time_.dim()));
   const std::array<detail::InputPart, 2> parts = {
       detail::InputPart{wanted(d_mail) ? d_mail : Tensor{}, mail_dim_},
       detail::InputPart{d_encoded, time_.dim()}};
   detail::affine_backward_parts(arena, parts, d_gx, store_->value(weight_ih_));
+  time_.backward(d_encoded, ctx.time);
+}
+
+void RecurrentMemoryUpdater::backward_copies(const Tensor& d_distinct, const Tensor& d_memory,
+                                             const Tensor& dh_new, const MemoryUpdaterContext& ctx,
+                                             Arena& arena) const {
+  DB_ASSERT(ctx.msgs.distinct.defined() && ctx.w_ih[0].defined(),
+            "memory updater: backward_copies after a forward that was not forward_copies");
+  const Tensor d_gx = cell_backward(d_memory, dh_new, ctx, arena);
+  const Tensor dw = store_->grad(weight_ih_);
+  const std::array<Tensor, 2> dw_parts =
+      detail::column_blocks(arena, dw, std::array<int64_t, 2>{mail_dim_, time_.dim()});
+  ops::gemm(dw_parts[1], d_gx, Trans::T, ctx.input, Trans::N, 1.0, 1.0);
+  project_messages_backward(d_distinct, dw_parts[0], d_gx, ctx.w_ih[0], ctx.msgs, arena);
+  detail::join_column_blocks(dw, dw_parts);
+  Tensor d_encoded = arena.alloc(dh_new.dtype(), Shape(dh_new.dim(0), time_.dim()));
+  ops::gemm(d_encoded, d_gx, Trans::N, ctx.w_ih[1], Trans::N);
   time_.backward(d_encoded, ctx.time);
 }
 

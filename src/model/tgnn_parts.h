@@ -8,6 +8,7 @@
 
 #include "depbloom/core/arena.h"
 #include "depbloom/core/philox.h"
+#include "depbloom/model/copy_messages.h"
 #include "depbloom/model/dropout.h"
 #include "depbloom/model/parameters.h"
 #include "depbloom/model/tgnn.h"
@@ -30,12 +31,14 @@ class MemoryPart {
   // the last forward's context: the coherence loss's target. out must not alias memory.
   virtual void apply_detached(const Tensor& out, const Tensor& memory, const Tensor& mail,
                               const Tensor& dt, Arena& arena) const = 0;
-  // The same with gradient (refine.start: updater): out [n, d_mem] from memory, mail and dt
-  // as apply_detached, keeping its own context (apart from forward's) for backward_start.
-  virtual void forward_start(const Tensor& out, const Tensor& memory, const Tensor& mail,
+  // The same with gradient for R refined copies (refine.start: updater): out [R, d_mem] from
+  // memory [R, d_mem], the copies' mails (msgs) and dt [R], keeping its own context (apart
+  // from forward's) for backward_start.
+  virtual void forward_start(const Tensor& out, const Tensor& memory, const CopyMessages& msgs,
                              const Tensor& dt, Arena& arena) = 0;
-  // d_memory [n, d_mem] and d_mail [n, d_mail] overwrite; parameter gradients accumulate.
-  virtual void backward_start(const Tensor& d_memory, const Tensor& d_mail, const Tensor& d_out,
+  // d_memory [R, d_mem] overwrites, d_distinct [D, d_mail] accumulates; parameter gradients
+  // accumulate.
+  virtual void backward_start(const Tensor& d_memory, const Tensor& d_distinct, const Tensor& d_out,
                               Arena& arena) = 0;
 };
 

@@ -17,66 +17,59 @@ void Tgnn::refine(const Tensor& updated, const TgnnInputs& in, const MemoryRows&
             "tgnn: refinement needs updated [{}, {}], got {}", rows_ + r, cfg_.d_mem,
             updated.str());
   const DType dtype = updated.dtype();
-  const int64_t d = cfg_.d_mem, t = in.term_row.numel();
+  const int64_t d = cfg_.d_mem;
   const Tensor base = updated.rows(0, rows_);
   refine_s_ = arena.alloc(dtype, Shape(r, d));
   ops::gather_rows(refine_s_, base, in.refine_base);
-  // Each term's message as collect() builds the mail: the endpoints' updated rows at that
+  // Each distinct message as collect() builds the mail: the endpoints' updated rows at that
   // event and its edge features.
-  Tensor msg = arena.alloc(dtype, Shape(t, cfg_.d_mail()));
-  Tensor self = arena.alloc(dtype, Shape(t, d)), other = arena.alloc(dtype, Shape(t, d));
-  ops::gather_rows(self, base, in.term_self);
-  ops::gather_rows(other, base, in.term_other);
+  const int64_t n = in.msg_self.numel();
+  Tensor msg = arena.alloc(dtype, Shape(n, cfg_.d_mail()));
+  Tensor self = arena.alloc(dtype, Shape(n, d)), other = arena.alloc(dtype, Shape(n, d));
+  ops::gather_rows(self, base, in.msg_self);
+  ops::gather_rows(other, base, in.msg_other);
   if (cfg_.d_edge > 0) {
-    Tensor edge = arena.alloc(dtype, Shape(t, cfg_.d_edge));
-    ops::gather_rows(edge, edge_feat, in.term_eid);
+    Tensor edge = arena.alloc(dtype, Shape(n, cfg_.d_edge));
+    ops::gather_rows(edge, edge_feat, in.msg_eid);
     ops::concat_cols(msg, {self, other, edge});
   } else {
     ops::concat_cols(msg, {self, other});
   }
-  if (in.term_weight.defined()) ops::scale_rows(msg, msg, in.term_weight);
-  refine_m_ = arena.alloc(dtype, Shape(r, cfg_.d_mail()));
-  ops::fill(refine_m_, 0.0);
-  ops::scatter_add_rows(refine_m_, msg, in.term_row);
+  refine_msgs_ = CopyMessages{msg, in.term_row, in.term_msg, in.term_weight, r};
   refine_base_ = in.refine_base;
+  msg_self_ = in.msg_self, msg_other_ = in.msg_other;
   Tensor start = refine_s_;
   if (cfg_.refine_start == RefineStart::updater) {
     start = arena.alloc(dtype, Shape(r, d));
-    memory_->forward_start(start, refine_s_, refine_m_, start_dt(in, rows, arena), arena);
+    memory_->forward_start(start, refine_s_, refine_msgs_, start_dt(in, rows, arena), arena);
   }
-  refiner_->forward(updated.rows(rows_, rows_ + r), refine_ctx_, start, refine_m_, in.refine_dt,
+  refiner_->forward(updated.rows(rows_, rows_ + r), refine_ctx_, start, refine_msgs_, in.refine_dt,
                     arena);
-  term_row_ = in.term_row;
-  term_self_ = in.term_self, term_other_ = in.term_other, term_weight_ = in.term_weight;
 }
 
 void Tgnn::refine_backward(const Tensor& d_updated, Arena& arena) {
   const DType dtype = d_updated.dtype();
-  const int64_t r = refined_, d = cfg_.d_mem, t = term_row_.numel();
+  const int64_t r = refined_, d = cfg_.d_mem, n = msg_self_.numel();
   Tensor d_s = arena.alloc(dtype, Shape(r, d));
-  Tensor d_m = arena.alloc(dtype, Shape(r, cfg_.d_mail()));
-  refiner_->backward(d_s, d_m, d_updated.rows(rows_, rows_ + r), refine_ctx_, arena);
+  Tensor d_msg = arena.alloc(dtype, Shape(n, cfg_.d_mail()));
+  ops::fill(d_msg, 0.0);
+  refiner_->backward(d_s, d_msg, d_updated.rows(rows_, rows_ + r), refine_ctx_, arena);
   if (cfg_.refine_start == RefineStart::updater) {  // through u = updater(s, m)
     const Tensor d_u = d_s;
     d_s = arena.alloc(dtype, Shape(r, d));
-    Tensor d_mail = arena.alloc(dtype, Shape(r, cfg_.d_mail()));
-    memory_->backward_start(d_s, d_mail, d_u, arena);
-    ops::axpy(d_m, 1.0, d_mail);
+    memory_->backward_start(d_s, d_msg, d_u, arena);
   }
   const Tensor d_base = d_updated.rows(0, rows_);
   ops::scatter_add_rows(d_base, d_s, refine_base_);
-  Tensor d_msg = arena.alloc(dtype, Shape(t, cfg_.d_mail()));
-  ops::gather_rows(d_msg, d_m, term_row_);
-  if (term_weight_.defined()) ops::scale_rows(d_msg, d_msg, term_weight_);
   // Edge features are data: their columns' gradient is dropped.
-  Tensor d_self = arena.alloc(dtype, Shape(t, d)), d_other = arena.alloc(dtype, Shape(t, d));
+  Tensor d_self = arena.alloc(dtype, Shape(n, d)), d_other = arena.alloc(dtype, Shape(n, d));
   if (cfg_.d_edge > 0) {
-    ops::split_cols({d_self, d_other, arena.alloc(dtype, Shape(t, cfg_.d_edge))}, d_msg);
+    ops::split_cols({d_self, d_other, arena.alloc(dtype, Shape(n, cfg_.d_edge))}, d_msg);
   } else {
     ops::split_cols({d_self, d_other}, d_msg);
   }
-  ops::scatter_add_rows(d_base, d_self, term_self_);
-  ops::scatter_add_rows(d_base, d_other, term_other_);
+  ops::scatter_add_rows(d_base, d_self, msg_self_);
+  ops::scatter_add_rows(d_base, d_other, msg_other_);
 }
 
 // The dt the updater reads a copy's message with when the correction starts from its output

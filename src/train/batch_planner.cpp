@@ -265,9 +265,10 @@ bool same_plan(const BatchPlan& a, const BatchPlan& b) {
       a.root_id != b.root_id || a.mem_id != b.mem_id || !same_writes(a.writes, b.writes) ||
       a.refine_row != b.refine_row || a.refine_dt != b.refine_dt ||
       a.refine_mail_dt != b.refine_mail_dt || a.refine_first != b.refine_first ||
-      a.refine.term_pos != b.refine.term_pos || a.refine.term_role != b.refine.term_role ||
-      a.coherence_copy != b.coherence_copy || a.coherence_mail != b.coherence_mail ||
-      a.coherence_round != b.coherence_round || a.coherence_dt != b.coherence_dt)
+      a.refine.term_msg != b.refine.term_msg || a.refine.msg_pos != b.refine.msg_pos ||
+      a.refine.msg_role != b.refine.msg_role || a.coherence_copy != b.coherence_copy ||
+      a.coherence_mail != b.coherence_mail || a.coherence_round != b.coherence_round ||
+      a.coherence_dt != b.coherence_dt)
     return false;
   if (a.blocks.hops() != b.blocks.hops()) return false;
   for (int32_t l = 0; l < a.blocks.hops(); ++l)

@@ -30,6 +30,7 @@ void EpochWorkCollector::observe(int rank, const ScheduledStep& step, const Batc
   w.memory_rows = plan.memory_rows();
   w.refined_rows = plan.refined_rows();
   w.refine_terms = plan.refine.terms();
+  w.refine_messages = plan.refine.messages();
   w.sampled_slots = 0;
   for (int32_t h = 0; h < plan.blocks.hops(); ++h)
     w.sampled_slots += plan.blocks.hop(h).num_slots();

@@ -121,7 +121,9 @@ void RefinePlanner::plan(RefinePlan& out, const int64_t* events, int64_t count,
   // Rows and terms in request order.
   out.request.clear(), out.begin.clear(), out.count.clear();
   out.latest.clear(), out.latest_time.clear();
-  out.term_row.clear(), out.term_pos.clear(), out.term_role.clear(), out.term_weight.clear();
+  out.term_row.clear(), out.term_msg.clear(), out.term_weight.clear();
+  out.msg_pos.clear(), out.msg_role.clear();
+  entry_msg_.assign(out.event_pos.size(), -1);
   for (int64_t i = 0; i < requests; ++i) {
     const int32_t c = earlier_[static_cast<size_t>(i)];
     if (c == 0) continue;
@@ -134,9 +136,15 @@ void RefinePlanner::plan(RefinePlan& out, const int64_t* events, int64_t count,
     out.latest_time.push_back(stream_.ts[static_cast<size_t>(events[latest])]);
     const int64_t first = aggregate == RefineAggregate::last ? last : b;
     for (int64_t at = first; at <= last; ++at) {
+      // An entry of event_pos is one (node, event): one mail, one message.
+      int32_t& msg = entry_msg_[static_cast<size_t>(at)];
+      if (msg < 0) {
+        msg = static_cast<int32_t>(out.msg_pos.size());
+        out.msg_pos.push_back(out.event_pos[static_cast<size_t>(at)]);
+        out.msg_role.push_back(out.event_role[static_cast<size_t>(at)]);
+      }
       out.term_row.push_back(row);
-      out.term_pos.push_back(out.event_pos[static_cast<size_t>(at)]);
-      out.term_role.push_back(out.event_role[static_cast<size_t>(at)]);
+      out.term_msg.push_back(msg);
       out.term_weight.push_back(1.0 / static_cast<double>(last - first + 1));
     }
   }

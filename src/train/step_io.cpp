@@ -126,8 +126,9 @@ StagedBatch BatchStager::stage(const BatchPlan& plan, const model::NodeState& st
   return out;
 }
 
-// The copies' base rows and dt, and each aggregation term's mail as collect() builds it: the
-// node's updated row at that event, its partner's, and the event's edge features.
+// The copies' base rows and dt, the aggregation terms, and each distinct message as collect()
+// builds the mail: the node's updated row at that event, its partner's, and the event's edge
+// features.
 void BatchStager::stage_refine(StagedBatch& out, const BatchPlan& plan, StepArena& arena) {
   model::TgnnInputs& in = out.in;
   const RefinePlan& rp = plan.refine;
@@ -135,24 +136,25 @@ void BatchStager::stage_refine(StagedBatch& out, const BatchPlan& plan, StepAren
   refine_base_.resize(static_cast<size_t>(r));
   for (int64_t c = 0; c < r; ++c)
     refine_base_[static_cast<size_t>(c)] = out.input_row(plan.refine_row[static_cast<size_t>(c)]);
-  term_row_.assign(rp.term_row.begin(), rp.term_row.end());
-  term_self_.resize(static_cast<size_t>(t));
-  term_other_.resize(static_cast<size_t>(t));
-  term_eid_.resize(static_cast<size_t>(t));
-  for (int64_t i = 0; i < t; ++i) {
+  const int64_t n = rp.messages();
+  msg_self_.resize(static_cast<size_t>(n));
+  msg_other_.resize(static_cast<size_t>(n));
+  msg_eid_.resize(static_cast<size_t>(n));
+  for (int64_t i = 0; i < n; ++i) {
     const auto at = static_cast<size_t>(i);
     // TGL's root-mail order: the mail node n got from the event at position p is 2p + role.
-    const auto mail = static_cast<size_t>(2 * rp.term_pos[at] + rp.term_role[at]);
-    term_self_[at] = out.input_row(plan.writes.mail_row[mail]);
-    term_other_[at] = out.input_row(plan.writes.mail_other[mail]);
-    term_eid_[at] = plan.writes.mail_event[mail];
+    const auto mail = static_cast<size_t>(2 * rp.msg_pos[at] + rp.msg_role[at]);
+    msg_self_[at] = out.input_row(plan.writes.mail_row[mail]);
+    msg_other_[at] = out.input_row(plan.writes.mail_other[mail]);
+    msg_eid_[at] = plan.writes.mail_event[mail];
   }
   in.refine_base = upload(arena.device(), refine_base_.data(), Shape(r));
   in.refine_dt = times_in(dtype_, plan.refine_dt, arena);
-  in.term_row = upload(arena.device(), term_row_.data(), Shape(t));
-  in.term_self = upload(arena.device(), term_self_.data(), Shape(t));
-  in.term_other = upload(arena.device(), term_other_.data(), Shape(t));
-  in.term_eid = upload(arena.device(), term_eid_.data(), Shape(t));
+  in.term_row = upload(arena.device(), rp.term_row.data(), Shape(t));
+  in.term_msg = upload(arena.device(), rp.term_msg.data(), Shape(t));
+  in.msg_self = upload(arena.device(), msg_self_.data(), Shape(n));
+  in.msg_other = upload(arena.device(), msg_other_.data(), Shape(n));
+  in.msg_eid = upload(arena.device(), msg_eid_.data(), Shape(n));
   if (cfg_.refine_aggregate == RefineAggregate::mean)
     in.term_weight = times_in(dtype_, rp.term_weight, arena);
   if (!plan.refine_mail_dt.empty()) {

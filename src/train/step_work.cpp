@@ -47,9 +47,11 @@ void recurrent_memory(Sink& s, const model::TgnnConfig& c, int64_t n, double vb)
 }
 
 // ApanMemoryUpdater over n rows of S mail slots: Q from the memory, K and V from [mail ||
-// te(dt)], the output layer; dt = t 1^T - mail_ts is a rank-1 GEMM.
-void apan_memory(Sink& s, const model::TgnnConfig& c, int64_t n, double vb) {
-  const int64_t d = c.d_mem, slots = c.mailbox, rows = n * slots;
+// te(dt)], the output layer; dt = t 1^T - mail_ts is a rank-1 GEMM. The input gradient of K
+// and V is formed for the time encoding, or for the mail when it is wanted.
+void apan_memory(Sink& s, const model::TgnnConfig& c, int64_t n, int64_t slots, bool want_mail,
+                 double vb) {
+  const int64_t d = c.d_mem, rows = n * slots;
   const int64_t kv = c.d_mail() + c.d_mem_time;
   s.f(n, d, d);
   if (c.d_mem_time > 0) s.f(n, slots, 1);
@@ -58,7 +60,7 @@ void apan_memory(Sink& s, const model::TgnnConfig& c, int64_t n, double vb) {
   s.b(d, d, n), s.b(n, d, d);  // output layer
   s.b(d, d, n), s.b(n, d, d);  // query (its input gradient feeds the memory's)
   s.b(d, kv, rows, 2);         // key and value weights
-  if (c.d_mem_time > 0) s.b(rows, kv, d, 2);
+  if (c.d_mem_time > 0 || want_mail) s.b(rows, kv, d, 2);
   const double io = static_cast<double>(n * d * 14 + rows * (c.d_mem_time + 2 * kv + 6 * d));
   s.fwd.bytes += vb * io;
   s.bwd.bytes += 2 * vb * io;
@@ -151,21 +153,52 @@ void embedding(Sink& s, const model::TgnnConfig& c, int64_t roots, int64_t updat
     }
 }
 
-// MemoryRefiner over R copies from T terms: gate, fc1, fc2; `mean` weights each term's row
-// (ops::scale_rows, element-wise: bytes, no GEMM), forward and backward.
-void refiner(Sink& s, const model::TgnnConfig& c, int64_t r, int64_t t, bool mean, double vb) {
-  const int64_t d = c.d_mem, h = c.refine_hidden, in = d + c.d_mail() + c.d_mem_time;
-  s.f(r, d, in);                 // gate
-  s.f(r, h, in);                 // fc1
-  s.f(r, d, h);                  // fc2
-  s.b(d, h, r), s.b(r, h, d);    // fc2
-  s.b(d, in, r), s.b(r, in, d);  // gate
-  s.b(h, in, r), s.b(r, in, h);  // fc1 (its input gradient added by one more GEMM)
-  const double io = static_cast<double>(r * (d * 12 + in * 2 + h * 4 + c.d_mail() * 2) +
-                                        t * c.d_mail() * (mean ? 6 : 4));
+// The updater's start of R copies from T terms over D distinct messages (refine.start:
+// updater). The GRU / RNN reads the mail through W_ih's mail columns once per message and the
+// copies' memory and time encoding per copy; both input gradients are wanted. APAN spreads
+// the mails over the copies and runs its attention over a mailbox of one.
+void updater_start(Sink& s, const model::TgnnConfig& c, int64_t r, int64_t t, int64_t msgs,
+                   double vb) {
+  const int64_t d = c.d_mem, dm = c.d_mail(), tm = c.d_mem_time;
+  if (c.memory == MemoryKind::transformer) {
+    apan_memory(s, c, r, 1, true, vb);
+    const double io = static_cast<double>(t * dm * 3 + r * dm);
+    s.fwd.bytes += vb * io;
+    s.bwd.bytes += vb * io;
+    s.fwd.ops += 4, s.bwd.ops += 3;
+    return;
+  }
+  const int64_t g = (c.memory == MemoryKind::gru ? 3 : 1) * d;
+  s.f(r, g, tm), s.f(msgs, g, dm), s.f(r, g, d);
+  s.b(g, d, r), s.b(r, d, g);                                        // W_hh and the memory
+  s.b(g, tm, r), s.b(g, dm, msgs), s.b(msgs, dm, g), s.b(r, tm, g);  // W_ih's parts
+  const int64_t cell = c.memory == MemoryKind::gru ? 4 * d : 0;
+  const double io =
+      static_cast<double>(r * (tm * 2 + 4 * g + 3 * d + cell + 2) + t * g * 3 + msgs * g);
+  s.fwd.bytes += vb * io;
+  s.bwd.bytes += vb * (io + static_cast<double>(r * tm + msgs * dm * 2));
+  s.fwd.ops += 14, s.bwd.ops += 16;
+}
+
+// MemoryRefiner over R copies from T terms over D distinct messages: the gate and fc1 read
+// the copies' memory and time encoding per copy and the messages once each (projected, then
+// spread over the terms; `mean` weighs each term, element-wise), then fc2; forward and
+// backward, with the memory's and the messages' gradients.
+void refiner(Sink& s, const model::TgnnConfig& c, int64_t r, int64_t t, int64_t msgs, bool mean,
+             double vb) {
+  const int64_t d = c.d_mem, h = c.refine_hidden, dm = c.d_mail(), tm = c.d_mem_time;
+  for (const int64_t out : {d, h}) {  // the gate, then fc1
+    s.f(r, out, d), s.f(r, out, tm), s.f(msgs, out, dm);
+    s.b(out, d, r), s.b(out, tm, r), s.b(out, dm, msgs), s.b(msgs, dm, out);
+    s.b(r, d, out), s.b(r, tm, out);
+  }
+  s.f(r, d, h);  // fc2
+  s.b(d, h, r), s.b(r, h, d);
+  const double io = static_cast<double>(r * (d * 14 + tm * 2 + h * 4) + msgs * dm * 4 +
+                                        t * (d + h) * (mean ? 6 : 4));
   s.fwd.bytes += vb * io;
   s.bwd.bytes += 2 * vb * io;
-  s.fwd.ops += 18, s.bwd.ops += 20;
+  s.fwd.ops += 24, s.bwd.ops += 28;
 }
 
 // TGL's edge predictor over B sources and (1+K)B destinations, then the loss.
@@ -220,7 +253,7 @@ void step_stage_work(StepStageWork& out, const WorkModel& wm, const StepWork& st
   if (memory) mem.fwd.bytes += vb * static_cast<double>((u - n) * c.d_mem * 2);
   if (memory && n > 0) {
     if (c.memory == MemoryKind::transformer) {
-      apan_memory(mem, c, n, vb);
+      apan_memory(mem, c, n, c.mailbox, false, vb);
     } else {
       recurrent_memory(mem, c, n, vb);
     }
@@ -228,7 +261,9 @@ void step_stage_work(StepStageWork& out, const WorkModel& wm, const StepWork& st
   mem.fwd.ops += 1;
   if (step.refined_rows > 0) {
     Sink ref{at(Stage::refine), at(Stage::backward)};
-    refiner(ref, c, step.refined_rows, step.refine_terms, wm.refine_mean, vb);
+    if (c.refine_start == model::RefineStart::updater)
+      updater_start(ref, c, step.refined_rows, step.refine_terms, step.refine_messages, vb);
+    refiner(ref, c, step.refined_rows, step.refine_terms, step.refine_messages, wm.refine_mean, vb);
   }
   Sink emb{at(Stage::embed), at(Stage::backward)};
   embedding(emb, c, roots, u + step.refined_rows, vb);

@@ -34,7 +34,7 @@ TEST(WarmRefinement, PlanAndRefinerAllocateNothing) {
     }
   train::RefinePlan plan;
 
-  const int64_t rows = 48, d_mem = 16, d_msg = 40, d_time = 8;
+  const int64_t rows = 48, d_mem = 16, d_msg = 40, d_time = 8, distinct_msgs = 12;
   model::ParameterStore store(DType::f32, Device::cpu());
   model::MemoryRefiner refiner(store, "refine", d_mem, d_msg, d_time, 32);
   store.finalize();
@@ -46,15 +46,19 @@ TEST(WarmRefinement, PlanAndRefinerAllocateNothing) {
                  static_cast<int64_t>(node.size()), aggregate);
     arena.reset();
     Tensor s = arena.alloc(DType::f32, Shape(rows, d_mem));
-    Tensor m = arena.alloc(DType::f32, Shape(rows, d_msg));
+    Tensor distinct = arena.alloc(DType::f32, Shape(distinct_msgs, d_msg));
     Tensor dt = arena.alloc(DType::f32, Shape(rows));
-    ops::fill(s, 0.5), ops::fill(m, -0.25), ops::fill(dt, 2.0);
+    ops::fill(s, 0.5), ops::fill(distinct, -0.25), ops::fill(dt, 2.0);
+    Tensor row = arena.alloc(DType::i32, Shape(rows)), msg = arena.alloc(DType::i32, Shape(rows));
+    for (int32_t c = 0; c < rows; ++c) row.data<int32_t>()[c] = c, msg.data<int32_t>()[c] = c % 12;
+    const model::CopyMessages msgs{distinct, row, msg, Tensor{}, rows};
     Tensor out = arena.alloc(DType::f32, Shape(rows, d_mem));
     Tensor d_s = arena.alloc(DType::f32, Shape(rows, d_mem));
-    Tensor d_m = arena.alloc(DType::f32, Shape(rows, d_msg));
+    Tensor d_distinct = arena.alloc(DType::f32, Shape(distinct_msgs, d_msg));
+    ops::fill(d_distinct, 0.0);
     model::MemoryRefinerContext ctx;
-    refiner.forward(out, ctx, s, m, dt, arena);
-    refiner.backward(d_s, d_m, out, ctx, arena);
+    refiner.forward(out, ctx, s, msgs, dt, arena);
+    refiner.backward(d_s, d_distinct, out, ctx, arena);
   };
   for (int i = 0; i < 3; ++i) step(train::RefineAggregate::mean);
   ASSERT_GT(plan.rows(), 0);

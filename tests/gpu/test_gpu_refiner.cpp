@@ -1,6 +1,7 @@
 // GPU suite, the memory refiner (model::MemoryRefiner, issue 17) as a whole layer: on cuda:0
-// its output, its memory and message gradients and every parameter gradient equal the CPU's
-// from the same parameters and inputs (float32, TF32 off), rows 1 to 257, outputs guarded.
+// its output, its memory and distinct-message gradients and every parameter gradient equal the
+// CPU's from the same parameters and inputs (float32, TF32 off), rows 1 to 257, with messages
+// shared by several copies and weighted terms, outputs guarded.
 // It is built from existing ops only, so this checks their composition, not new kernels.
 // Skips without a usable GPU.
 #include <gtest/gtest.h>
@@ -18,6 +19,7 @@ using depbloom::Arena;
 using depbloom::Device;
 using depbloom::DType;
 using depbloom::OwnedTensor;
+using depbloom::model::CopyMessages;
 using depbloom::model::MemoryRefiner;
 using depbloom::model::MemoryRefinerContext;
 using depbloom::model::ParameterStore;
@@ -54,21 +56,40 @@ TEST_F(GpuRefiner, ForwardAndBackwardEqualTheCpu) {
     cpu_store.zero_grad();
     gpu_store.zero_grad();
 
-    F s(Shape(rows, d_mem), rng.vec(rows * d_mem)), m(Shape(rows, d_msg), rng.vec(rows * d_msg));
+    // Every copy names one of rows / 3 + 1 shared messages; every other copy a second one
+    // too, both at weight 1/2 (refine.aggregate: mean).
+    const int64_t n_msg = rows / 3 + 1;
+    std::vector<double> row_v, msg_v, weight_v;
+    for (int64_t c = 0; c < rows; ++c) {
+      const int64_t terms = c % 2 == 1 ? 2 : 1;
+      for (int64_t k = 0; k < terms; ++k) {
+        row_v.push_back(static_cast<double>(c));
+        msg_v.push_back(static_cast<double>((7 * c + 3 * k) % n_msg));
+        weight_v.push_back(1.0 / static_cast<double>(terms));
+      }
+    }
+    const auto t = static_cast<int64_t>(row_v.size());
+    Both<int32_t> row(Shape(t), row_v), msg(Shape(t), msg_v);
+    F weight(Shape(t), weight_v);
+    F s(Shape(rows, d_mem), rng.vec(rows * d_mem));
+    F distinct(Shape(n_msg, d_msg), rng.vec(n_msg * d_msg));
     F dt(Shape(rows), rng.vec(rows, 0.1, 50.0));
+    const CopyMessages cpu_msgs{distinct.cpu, row.cpu, msg.cpu, weight.cpu, rows};
+    const CopyMessages gpu_msgs{distinct.gpu, row.gpu, msg.gpu, weight.gpu, rows};
     F out = F::nan(Shape(rows, d_mem));
     Arena cpu_arena(Device::cpu()), gpu_arena(kGpu);
     MemoryRefinerContext cpu_ctx, gpu_ctx;
-    cpu_ref.forward(out.cpu, cpu_ctx, s.cpu, m.cpu, dt.cpu, cpu_arena);
-    gpu_ref.forward(out.gpu, gpu_ctx, s.gpu, m.gpu, dt.gpu, gpu_arena);
+    cpu_ref.forward(out.cpu, cpu_ctx, s.cpu, cpu_msgs, dt.cpu, cpu_arena);
+    gpu_ref.forward(out.gpu, gpu_ctx, s.gpu, gpu_msgs, dt.gpu, gpu_arena);
     EXPECT_TRUE(out.matches_norm());
 
     F d_out(Shape(rows, d_mem), rng.vec(rows * d_mem));
-    F d_s = F::nan(Shape(rows, d_mem)), d_m = F::nan(Shape(rows, d_msg));
-    cpu_ref.backward(d_s.cpu, d_m.cpu, d_out.cpu, cpu_ctx, cpu_arena);
-    gpu_ref.backward(d_s.gpu, d_m.gpu, d_out.gpu, gpu_ctx, gpu_arena);
+    F d_s = F::nan(Shape(rows, d_mem));
+    F d_distinct(Shape(n_msg, d_msg), std::vector<double>(n_msg * d_msg, 0.0));
+    cpu_ref.backward(d_s.cpu, d_distinct.cpu, d_out.cpu, cpu_ctx, cpu_arena);
+    gpu_ref.backward(d_s.gpu, d_distinct.gpu, d_out.gpu, gpu_ctx, gpu_arena);
     EXPECT_TRUE(d_s.matches_norm());
-    EXPECT_TRUE(d_m.matches_norm());
+    EXPECT_TRUE(d_distinct.matches_norm());
     for (const auto& e : cpu_store.entries()) {
       SCOPED_TRACE(e.name);
       EXPECT_TRUE(norm_close(host_values(gpu_store.grad(e.name)),

@@ -3,13 +3,17 @@
 //   x = [s || m || enc(dt)],  s' = s + sigmoid(x Wg^T + bg) * (relu(x W1^T + b1) W2^T + b2),
 // with m the aggregated message of those earlier events and dt the time since the latest.
 // Only the layer: which rows, which messages and which dt are the caller's (train/refine_plan.h).
-// Parameter gradients accumulate; d_s and d_m overwrite; dt is data and gets no gradient.
+// m reaches the gate and fc1 through their message columns, once per distinct message
+// (CopyMessages). Parameter gradients accumulate; d_s overwrites, d_distinct accumulates;
+// dt is data and gets no gradient.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <string>
 
 #include "depbloom/core/arena.h"
+#include "depbloom/model/copy_messages.h"
 #include "depbloom/model/linear.h"
 #include "depbloom/model/parameters.h"
 #include "depbloom/model/time_encoder.h"
@@ -18,7 +22,11 @@ namespace depbloom::model {
 
 struct MemoryRefinerContext {
   TimeEncoderContext time;
-  LinearContext gate, fc1, fc2;
+  LinearContext fc2;
+  CopyMessages msgs;
+  Tensor s, encoded;  // [R, d_mem] (the caller keeps it alive), [R, time_dim]
+  // The gate's and fc1's weights split by input part (s, m, enc(dt)).
+  std::array<Tensor, 3> gate_w, fc1_w;
   Tensor g;  // [R, d_mem] the gate, after the sigmoid
   Tensor h;  // [R, hidden] relu(x W1^T + b1)
   Tensor f;  // [R, d_mem] the correction before gating
@@ -38,14 +46,14 @@ class MemoryRefiner {
   MemoryRefiner(ParameterStore& store, const std::string& name, int64_t memory_dim,
                 int64_t message_dim, int64_t time_dim, int64_t hidden = 64);
 
-  // out [R, d_mem] = s + g * f(x) from s [R, d_mem], m [R, d_msg] and dt [R] (all of s's
-  // dtype and device). out may alias s; s, m and dt must stay alive until backward. Scratch
-  // and the context's tensors come from `arena`.
-  void forward(const Tensor& out, MemoryRefinerContext& ctx, const Tensor& s, const Tensor& m,
-               const Tensor& dt, Arena& arena) const;
-  // d_s [R, d_mem] = d_out + (through x); d_m [R, d_msg]: both optional (Tensor{} to skip)
-  // and overwritten; neither may alias d_out. Parameter gradients accumulate. d_out [R, d_mem].
-  void backward(const Tensor& d_s, const Tensor& d_m, const Tensor& d_out,
+  // out [R, d_mem] = s + g * f(x) from s [R, d_mem], the R copies' messages (distinct
+  // [D, d_msg]) and dt [R] (all of s's dtype and device). out may alias s; s, msgs and dt
+  // must stay alive until backward. Scratch and the context's tensors come from `arena`.
+  void forward(const Tensor& out, MemoryRefinerContext& ctx, const Tensor& s,
+               const CopyMessages& msgs, const Tensor& dt, Arena& arena) const;
+  // d_s [R, d_mem] = d_out + (through x) overwrites; d_distinct [D, d_msg] accumulates; both
+  // optional (Tensor{} to skip), neither may alias d_out. Parameter gradients accumulate.
+  void backward(const Tensor& d_s, const Tensor& d_distinct, const Tensor& d_out,
                 const MemoryRefinerContext& ctx, Arena& arena) const;
 
   int64_t memory_dim() const { return memory_dim_; }

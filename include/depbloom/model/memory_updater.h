@@ -4,10 +4,12 @@
 // the gradients of the mail and of the previous memory overwrite (and are optional).
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <string>
 
 #include "depbloom/core/arena.h"
+#include "depbloom/model/copy_messages.h"
 #include "depbloom/model/parameters.h"
 #include "depbloom/model/time_encoder.h"
 
@@ -17,10 +19,13 @@ enum class RecurrentCell { gru, rnn };
 
 struct MemoryUpdaterContext {
   TimeEncoderContext time;
-  Tensor input;   // [B, d_mail + d_time] = [mail || time encoding]
+  Tensor input;   // [B, d_mail + d_time] = [mail || time encoding]; forward_copies: [B, d_time]
   Tensor memory;  // [B, H], the previous memory (caller keeps it alive)
   Tensor gates;   // [B, 4H] GRU gates (r, z, n, gh_n); unused for the RNN
   Tensor h_new;   // [B, H], the output (RNN backward reads it)
+  // forward_copies only: the copies' messages and W_ih's (mail, time) column blocks.
+  CopyMessages msgs;
+  std::array<Tensor, 2> w_ih;
 };
 
 class RecurrentMemoryUpdater {
@@ -39,6 +44,14 @@ class RecurrentMemoryUpdater {
   // is the full gradient (direct path plus through W_hh). dh_new [B, H].
   void backward(const Tensor& d_mail, const Tensor& d_memory, const Tensor& dh_new,
                 const MemoryUpdaterContext& ctx, Arena& arena) const;
+  // The same for B refined copies whose mails are CopyMessages (msgs.copies == B): the mail
+  // reaches the cell through W_ih's mail columns once per distinct message. Equal to forward
+  // on the spread mails, up to rounding.
+  void forward_copies(const Tensor& h_new, MemoryUpdaterContext& ctx, const CopyMessages& msgs,
+                      const Tensor& mail_dt, const Tensor& memory, Arena& arena) const;
+  // d_distinct [D, d_mail] accumulates, d_memory [B, H] overwrites; both optional.
+  void backward_copies(const Tensor& d_distinct, const Tensor& d_memory, const Tensor& dh_new,
+                       const MemoryUpdaterContext& ctx, Arena& arena) const;
 
   RecurrentCell cell() const { return cell_; }
   int64_t memory_dim() const { return hidden_; }
@@ -46,6 +59,12 @@ class RecurrentMemoryUpdater {
 
  private:
   int64_t gate_rows() const { return (cell_ == RecurrentCell::gru ? 3 : 1) * hidden_; }
+  // h_new from gx [B, G*H] (bias included) and memory: W_hh's GEMM and the cell.
+  void cell_forward(const Tensor& h_new, MemoryUpdaterContext& ctx, const Tensor& gx,
+                    const Tensor& memory, Arena& arena) const;
+  // Returns d_gx [B, G*H]; W_hh's and b_ih's gradients accumulate, d_memory overwrites.
+  Tensor cell_backward(const Tensor& d_memory, const Tensor& dh_new,
+                       const MemoryUpdaterContext& ctx, Arena& arena) const;
 
   const ParameterStore* store_;
   RecurrentCell cell_;

@@ -44,14 +44,16 @@ struct TgnnInputs {
   Tensor mem_id;
   // Intra-batch refinement (DESIGN.md 7.2; undefined without it): R refined copies, rows
   // [U, U + R) of the embedding's input. Copy c corrects input row refine_base[c] with the
-  // messages of T terms: term t adds weight * [updated[term_self] || updated[term_other] ||
-  // edge_feat[term_eid]] to copy term_row[t] (the mail the write-back builds).
+  // messages of T terms: term t adds weight * message term_msg[t] to copy term_row[t]. The D
+  // distinct messages are the mails the write-back builds: message i is [updated[msg_self[i]]
+  // || updated[msg_other[i]] || edge_feat[msg_eid[i]]].
   Tensor refine_base;  // [R] i32 input row in [0, U)
   Tensor refine_dt;    // [R] the read's time - the latest earlier in-batch event's (state dtype)
   Tensor term_row;     // [T] i32 copy in [0, R)
-  Tensor term_self, term_other;  // [T] i32 input rows in [0, U)
-  Tensor term_eid;               // [T] i64 edge feature row (with edge features)
-  Tensor term_weight;            // [T] (state dtype), undefined: every weight is 1
+  Tensor term_msg;     // [T] i32 message in [0, D)
+  Tensor term_weight;  // [T] (state dtype), undefined: every weight is 1
+  Tensor msg_self, msg_other;  // [D] i32 input rows in [0, U)
+  Tensor msg_eid;              // [D] i64 edge feature row (with edge features)
   // refine.start: updater with the TGN authors' mail time (else undefined): the age the
   // updater reads each copy's message with, as of the latest earlier event: its time minus
   // the previous earlier event's, or where refine_first is 1 its time (the model subtracts
@@ -101,7 +103,7 @@ class Tgnn {
   void update_memory(const Tensor& updated, const TgnnInputs& in, const MemoryRows& rows,
                      bool training, Arena& arena);
   // Refine stage: rows [U, U + R) of updated [U + R, d_input()] from rows [0, U) (filled by
-  // update_memory) and in.refine_* / term_*; nothing when in has no refined copies. rows'
+  // update_memory) and in.refine_* / term_* / msg_*; nothing when in has no refined copies. rows'
   // last updates are read with refine.start: updater and the TGN authors' mail time.
   void refine(const Tensor& updated, const TgnnInputs& in, const MemoryRows& rows,
               const Tensor& edge_feat, Arena& arena);
@@ -146,7 +148,8 @@ class Tgnn {
   std::unique_ptr<MemoryRefiner> refiner_;
   MemoryRefinerContext refine_ctx_;
   int64_t refined_ = 0;
-  Tensor refine_s_, refine_m_, refine_base_, term_row_, term_self_, term_other_, term_weight_;
+  Tensor refine_s_, refine_base_, msg_self_, msg_other_;
+  CopyMessages refine_msgs_;
   // The coherence loss's last forward: its copies and s' - target.
   int64_t coherence_rows_ = 0;
   Tensor coherence_copy_, coherence_diff_;

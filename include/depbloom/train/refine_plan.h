@@ -38,16 +38,21 @@ struct RefinePlan {
   // Each touched node's events in the step (positions ascending), rows point into them.
   std::vector<int64_t> event_pos;
   std::vector<int8_t> event_role;
-  // The aggregation as weighted terms: message of (term_pos, term_role) times term_weight
-  // summed into refined row term_row. `last`: one term per row (the latest event, weight 1);
-  // `mean`: one per earlier event, weight 1 / count.
+  // The aggregation as weighted terms: message term_msg times term_weight summed into
+  // refined row term_row. `last`: one term per row (the latest event, weight 1); `mean`: one
+  // per earlier event, weight 1 / count.
   std::vector<int32_t> term_row;
-  std::vector<int64_t> term_pos;
-  std::vector<int8_t> term_role;
+  std::vector<int32_t> term_msg;
   std::vector<double> term_weight;
+  // The distinct messages, in the order of their first term: the mail node n got from the
+  // event at position msg_pos in role msg_role. Rows of one node in one micro-batch share
+  // their latest earlier event, so many terms name one message.
+  std::vector<int64_t> msg_pos;
+  std::vector<int8_t> msg_role;
 
   int64_t rows() const { return static_cast<int64_t>(request.size()); }
   int64_t terms() const { return static_cast<int64_t>(term_row.size()); }
+  int64_t messages() const { return static_cast<int64_t>(msg_pos.size()); }
 };
 
 class RefinePlanner {
@@ -80,7 +85,8 @@ class RefinePlanner {
   std::vector<int32_t> slot_fill_;    // per slot: events counted, then placed, then seen
   std::vector<int64_t> micro_start_;  // counting sort of the requests by micro-batch
   std::vector<int64_t> by_micro_;
-  std::vector<int32_t> earlier_;  // [requests] earlier events of each request's node
+  std::vector<int32_t> earlier_;    // [requests] earlier events of each request's node
+  std::vector<int32_t> entry_msg_;  // [event_pos entries] its message, -1 before its first term
 };
 
 }  // namespace depbloom::train

@@ -27,15 +27,16 @@ inline int64_t gemm_flops(const GemmShape& g) {
 
 // One rank's step as its plan (and the node state the plan meets) counts it.
 struct StepWork {
-  int64_t events = 0;         // B
-  int32_t negatives = 1;      // K
-  int64_t memory_rows = 0;    // U: distinct (node, time) rows gathered
-  int64_t updated_rows = 0;   // rows the updater runs on: those holding mail (or all U)
-  int64_t refined_rows = 0;   // R refined copies
-  int64_t refine_terms = 0;   // T aggregated messages
-  int64_t sampled_slots = 0;  // neighbour slots over every sampled hop
-  int64_t written_rows = 0;   // memory rows the write-back writes
-  int64_t written_mails = 0;  // mails it writes
+  int64_t events = 0;           // B
+  int32_t negatives = 1;        // K
+  int64_t memory_rows = 0;      // U: distinct (node, time) rows gathered
+  int64_t updated_rows = 0;     // rows the updater runs on: those holding mail (or all U)
+  int64_t refined_rows = 0;     // R refined copies
+  int64_t refine_terms = 0;     // T aggregated messages
+  int64_t refine_messages = 0;  // D distinct messages among them
+  int64_t sampled_slots = 0;    // neighbour slots over every sampled hop
+  int64_t written_rows = 0;     // memory rows the write-back writes
+  int64_t written_mails = 0;    // mails it writes
   // Rows and mails the write-back applies to this rank's replica (strict: every rank's).
   int64_t applied_rows = 0, applied_mails = 0;
   int64_t urgent_rows = 0;  // written rows the rank's next step reads (DESIGN.md 7.3)

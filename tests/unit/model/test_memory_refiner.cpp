@@ -1,7 +1,9 @@
-// Tests of MemoryRefiner: the forward against a plain-loop reference of its equation, every
-// parameter, memory and message gradient against central differences in float64 (gate kept
-// within (0.2, 0.8), relu inputs kept off their kink), the identity when f is zero (a fresh
-// refiner), row independence, in-place output, the parameter names and empty batches.
+// Tests of MemoryRefiner: the forward against a plain-loop reference of its equation on the
+// copies' spread messages, every parameter, memory and distinct-message gradient against
+// central differences in float64 (gate kept within (0.2, 0.8), relu inputs kept off their
+// kink) for weighted terms that share messages and for one term per copy, the identity when f
+// is zero (a fresh refiner), row independence, in-place output, the parameter names and
+// empty batches.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -41,9 +43,23 @@ struct Reference {
   std::vector<double> out, gate_pre, hidden_pre;
 };
 
-Reference reference_forward(const ParameterStore& store, const Tensor& s, const Tensor& m,
+// Each copy's message written out from its terms: m [R, d_msg].
+std::vector<double> spread_messages(const CopyMessages& msgs) {
+  const int64_t dm = msgs.distinct.dim(1);
+  std::vector<double> m(static_cast<size_t>(msgs.copies * dm), 0.0);
+  for (int64_t t = 0; t < msgs.terms(); ++t) {
+    const int32_t c = msgs.row.data<int32_t>()[t], i = msgs.msg.data<int32_t>()[t];
+    const double w = msgs.weight.defined() ? msgs.weight.data<double>()[t] : 1.0;
+    for (int64_t k = 0; k < dm; ++k)
+      m[static_cast<size_t>(c * dm + k)] += w * msgs.distinct.data<double>()[i * dm + k];
+  }
+  return m;
+}
+
+Reference reference_forward(const ParameterStore& store, const Tensor& s, const CopyMessages& msgs,
                             const Tensor& dt, int64_t hidden) {
-  const int64_t rows = s.dim(0), d = s.dim(1), dm = m.dim(1);
+  const int64_t rows = s.dim(0), d = s.dim(1), dm = msgs.distinct.dim(1);
+  const std::vector<double> m = spread_messages(msgs);
   const Tensor w_t = store.value("refine.time.w"), b_t = store.value("refine.time.b");
   const int64_t dtime = w_t.numel(), in = d + dm + dtime;
   auto at = [&](const char* name) { return store.value(name).data<double>(); };
@@ -54,7 +70,7 @@ Reference reference_forward(const ParameterStore& store, const Tensor& s, const 
   for (int64_t r = 0; r < rows; ++r) {
     std::vector<double> x;
     for (int64_t i = 0; i < d; ++i) x.push_back(s.data<double>()[r * d + i]);
-    for (int64_t i = 0; i < dm; ++i) x.push_back(m.data<double>()[r * dm + i]);
+    for (int64_t i = 0; i < dm; ++i) x.push_back(m[static_cast<size_t>(r * dm + i)]);
     for (int64_t i = 0; i < dtime; ++i)
       x.push_back(std::cos(dt.data<double>()[r] * w_t.data<double>()[i] + b_t.data<double>()[i]));
     std::vector<double> h(static_cast<size_t>(hidden));
@@ -76,17 +92,30 @@ Reference reference_forward(const ParameterStore& store, const Tensor& s, const 
   return ref;
 }
 
+// The copies' messages as the host lists them: terms (row, message, weight).
+struct Terms {
+  std::vector<int32_t> row, msg;
+  std::vector<double> weight;  // empty: every weight is 1
+};
+
+// Copies 1 and 4 mix two messages (refine.aggregate: mean); messages 0 and 2 serve three and
+// two copies. With `last`, each copy names one message and the weights are implied.
+const Terms kMeanTerms = {
+    {0, 1, 1, 2, 3, 4, 4}, {0, 0, 1, 2, 1, 2, 0}, {1, .5, .5, 1, 1, .25, .75}};
+const Terms kLastTerms = {{0, 1, 2, 3, 4}, {0, 1, 0, 2, 1}, {}};
+
 // A refiner with a live f (fc2 redrawn: a fresh one is zero) and the gate's weights scaled
 // so that its pre-activations stay within +-1.4 (g in (0.2, 0.8)) for inputs in [-1, 1].
 class RefinerFixture : public ::testing::Test {
  protected:
-  static constexpr int64_t kRows = 5, kMem = 4, kMsg = 3, kTime = 2, kHidden = 6;
+  static constexpr int64_t kRows = 5, kMem = 4, kMsg = 3, kTime = 2, kHidden = 6, kDistinct = 3;
   ParameterStore store{DType::f64, Device::cpu()};
   Arena arena{Device::cpu()};
   MemoryRefiner refiner{store, "refine", kMem, kMsg, kTime, kHidden};
   OwnedTensor s = random_tensor(Shape(kRows, kMem), 1);
-  OwnedTensor m = random_tensor(Shape(kRows, kMsg), 2);
+  OwnedTensor distinct = random_tensor(Shape(kDistinct, kMsg), 2);
   OwnedTensor dt = random_tensor(Shape(kRows), 3, 0.1, 3.0);
+  std::vector<OwnedTensor> held;  // the term arrays of the messages built so far
 
   void SetUp() override {
     store.finalize();
@@ -97,6 +126,24 @@ class RefinerFixture : public ::testing::Test {
     randomize(store.value("refine.fc2.bias"), 22, -0.5, 0.5);
     ops::scale(store.value("refine.gate.weight"), 0.4);
   }
+  // `copies` copies whose messages are `terms` over distinct (the fixture's by default).
+  CopyMessages messages(const Terms& terms, int64_t copies = kRows, Tensor from = Tensor{}) {
+    const auto t = static_cast<int64_t>(terms.row.size());
+    held.emplace_back(DType::i32, Shape(t));
+    std::memcpy(held.back().data<int32_t>(), terms.row.data(), terms.row.size() * 4);
+    Tensor row = held.back().view();
+    held.emplace_back(DType::i32, Shape(t));
+    std::memcpy(held.back().data<int32_t>(), terms.msg.data(), terms.msg.size() * 4);
+    Tensor msg = held.back().view();
+    Tensor weight;
+    if (!terms.weight.empty()) {
+      held.emplace_back(DType::f64, Shape(t));
+      std::memcpy(held.back().data<double>(), terms.weight.data(), terms.weight.size() * 8);
+      weight = held.back().view();
+    }
+    return CopyMessages{from.defined() ? from : distinct.view(), row, msg, weight, copies};
+  }
+  const CopyMessages mean = messages(kMeanTerms);
 };
 
 TEST_F(RefinerFixture, DeclaresItsParametersUnderRefine) {
@@ -118,8 +165,8 @@ TEST_F(RefinerFixture, ForwardMatchesThePlainLoopReference) {
   make_f_live();
   OwnedTensor out(DType::f64, s.shape());
   MemoryRefinerContext ctx;
-  refiner.forward(out, ctx, s, m, dt, arena);
-  const Reference ref = reference_forward(store, s, m, dt, kHidden);
+  refiner.forward(out, ctx, s, mean, dt, arena);
+  const Reference ref = reference_forward(store, s, mean, dt, kHidden);
   const auto got = values_of(out);
   ASSERT_EQ(got.size(), ref.out.size());
   for (size_t i = 0; i < got.size(); ++i)
@@ -133,47 +180,58 @@ TEST_F(RefinerFixture, OutputMayAliasTheMemory) {
   make_f_live();
   OwnedTensor apart(DType::f64, s.shape());
   MemoryRefinerContext ctx;
-  refiner.forward(apart, ctx, s, m, dt, arena);
-  refiner.forward(s, ctx, s, m, dt, arena);
+  refiner.forward(apart, ctx, s, mean, dt, arena);
+  refiner.forward(s, ctx, s, mean, dt, arena);
   EXPECT_EQ(values_of(s), values_of(apart));
 }
 
 TEST_F(RefinerFixture, GradientsOfEveryParameterMemoryAndMessage) {
   make_f_live();
-  // Preconditions of a meaningful check: g in (0.2, 0.8), relu inputs off the kink.
-  const Reference ref = reference_forward(store, s, m, dt, kHidden);
-  for (double pre : ref.gate_pre) {
-    const double g = 1.0 / (1.0 + std::exp(-pre));
-    ASSERT_TRUE(g > 0.2 && g < 0.8) << "gate " << g;
-  }
-  for (double pre : ref.hidden_pre) ASSERT_GT(std::fabs(pre), 1e-3);
+  for (const Terms* terms : {&kMeanTerms, &kLastTerms}) {
+    SCOPED_TRACE(terms == &kMeanTerms ? "mean terms" : "last terms");
+    const CopyMessages msgs = messages(*terms);
+    // Preconditions of a meaningful check: g in (0.2, 0.8), relu inputs off the kink.
+    const Reference ref = reference_forward(store, s, msgs, dt, kHidden);
+    for (double pre : ref.gate_pre) {
+      const double g = 1.0 / (1.0 + std::exp(-pre));
+      ASSERT_TRUE(g > 0.2 && g < 0.8) << "gate " << g;
+    }
+    for (double pre : ref.hidden_pre) ASSERT_GT(std::fabs(pre), 1e-3);
 
-  OwnedTensor out(DType::f64, s.shape()), d_s(DType::f64, s.shape()), d_m(DType::f64, m.shape());
-  MemoryRefinerContext ctx;
-  std::vector<GradTarget> targets{input_target("s", s, d_s), input_target("m", m, d_m)};
-  add_all_params(targets, store);
-  expect_gradients(
-      [&] {
-        arena.reset();
-        refiner.forward(out, ctx, s, m, dt, arena);
-        return out.view();
-      },
-      [&](const Tensor& d_out) { refiner.backward(d_s, d_m, d_out, ctx, arena); }, targets);
+    OwnedTensor out(DType::f64, s.shape()), d_s(DType::f64, s.shape());
+    OwnedTensor d_distinct(DType::f64, distinct.shape());
+    MemoryRefinerContext ctx;
+    // d_distinct accumulates, as parameter gradients do.
+    std::vector<GradTarget> targets{input_target("s", s, d_s),
+                                    param_target("distinct", distinct, d_distinct)};
+    add_all_params(targets, store);
+    expect_gradients(
+        [&] {
+          arena.reset();
+          refiner.forward(out, ctx, s, msgs, dt, arena);
+          return out.view();
+        },
+        [&](const Tensor& d_out) { refiner.backward(d_s, d_distinct, d_out, ctx, arena); },
+        targets);
+  }
 }
 
-// A fresh refiner has f = 0 (fc2 starts at zero): s' = s exactly, d_s = d_out, d_m = 0, and
+// A fresh refiner has f = 0 (fc2 starts at zero): s' = s exactly, d_s = d_out, no message
+// gradient, and
 // of the parameters only fc2 gets a gradient (the branch is switched off, not cut off).
 TEST_F(RefinerFixture, ZeroCorrectionLeavesTheMemoryUntouched) {
-  OwnedTensor out(DType::f64, s.shape()), d_s(DType::f64, s.shape()), d_m(DType::f64, m.shape());
+  OwnedTensor out(DType::f64, s.shape()), d_s(DType::f64, s.shape());
+  OwnedTensor d_distinct(DType::f64, distinct.shape());
   MemoryRefinerContext ctx;
-  refiner.forward(out, ctx, s, m, dt, arena);
+  refiner.forward(out, ctx, s, mean, dt, arena);
   EXPECT_EQ(values_of(out), values_of(s));
 
   OwnedTensor d_out = random_tensor(s.shape(), 4);
   store.zero_grad();
-  refiner.backward(d_s, d_m, d_out, ctx, arena);
+  ops::fill(d_distinct, 0.0);
+  refiner.backward(d_s, d_distinct, d_out, ctx, arena);
   EXPECT_EQ(values_of(d_s), values_of(d_out));
-  for (double v : values_of(d_m)) EXPECT_EQ(v, 0.0);
+  for (double v : values_of(d_distinct)) EXPECT_EQ(v, 0.0);
   for (const auto& e : store.entries()) {
     const auto g = values_of(store.grad(e.name));
     double norm = 0.0;
@@ -186,38 +244,46 @@ TEST_F(RefinerFixture, ZeroCorrectionLeavesTheMemoryUntouched) {
   }
 }
 
-// Each row is refined from its own inputs only: refining rows one at a time gives the
-// batch's rows bit for bit (the BLAS may order a row's sums alike either way at these sizes).
+// Each row is refined from its own inputs only: refining a copy alone (its terms only) gives
+// the batch's row (the BLAS may order a row's sums differently at these sizes: 1e-14).
 TEST_F(RefinerFixture, RowsAreRefinedIndependently) {
   make_f_live();
   OwnedTensor out(DType::f64, s.shape());
   MemoryRefinerContext ctx;
-  refiner.forward(out, ctx, s, m, dt, arena);
+  refiner.forward(out, ctx, s, mean, dt, arena);
   for (int64_t r = 0; r < kRows; ++r) {
+    Terms own;
+    for (size_t t = 0; t < kMeanTerms.row.size(); ++t) {
+      if (kMeanTerms.row[t] != r) continue;
+      own.row.push_back(0), own.msg.push_back(kMeanTerms.msg[t]);
+      own.weight.push_back(kMeanTerms.weight[t]);
+    }
     OwnedTensor one(DType::f64, Shape(1, kMem));
-    refiner.forward(one, ctx, s.view().rows(r, r + 1), m.view().rows(r, r + 1),
-                    dt.view().rows(r, r + 1), arena);
+    refiner.forward(one, ctx, s.view().rows(r, r + 1), messages(own, 1), dt.view().rows(r, r + 1),
+                    arena);
     for (int64_t i = 0; i < kMem; ++i)
       EXPECT_NEAR(one.data<double>()[i], out.data<double>()[r * kMem + i], 1e-14) << r;
   }
 }
 
-TEST_F(RefinerFixture, ParameterGradientsAccumulateAndInputGradientsOverwrite) {
+TEST_F(RefinerFixture, ParameterAndMessageGradientsAccumulateAndMemoryGradientsOverwrite) {
   make_f_live();
-  OwnedTensor out(DType::f64, s.shape()), d_s(DType::f64, s.shape()), d_m(DType::f64, m.shape());
+  OwnedTensor out(DType::f64, s.shape()), d_s(DType::f64, s.shape());
+  OwnedTensor d_distinct(DType::f64, distinct.shape());
   OwnedTensor d_out = random_tensor(s.shape(), 5);
   MemoryRefinerContext ctx;
-  refiner.forward(out, ctx, s, m, dt, arena);
+  refiner.forward(out, ctx, s, mean, dt, arena);
   store.zero_grad();
-  refiner.backward(d_s, d_m, d_out, ctx, arena);
+  ops::fill(d_distinct, 0.0);
+  refiner.backward(d_s, d_distinct, d_out, ctx, arena);
   const auto once = values_of(store.grads());
-  const auto ds_once = values_of(d_s), dm_once = values_of(d_m);
-  refiner.backward(d_s, d_m, d_out, ctx, arena);
-  const auto twice = values_of(store.grads());
+  const auto ds_once = values_of(d_s), dd_once = values_of(d_distinct);
+  refiner.backward(d_s, d_distinct, d_out, ctx, arena);
+  const auto twice = values_of(store.grads()), dd_twice = values_of(d_distinct);
   for (size_t i = 0; i < once.size(); ++i) EXPECT_DOUBLE_EQ(twice[i], 2.0 * once[i]);
+  for (size_t i = 0; i < dd_once.size(); ++i) EXPECT_DOUBLE_EQ(dd_twice[i], 2.0 * dd_once[i]);
   EXPECT_EQ(values_of(d_s), ds_once);
-  EXPECT_EQ(values_of(d_m), dm_once);
-  // Optional gradients: skipping d_m leaves d_s and the parameters' share unchanged.
+  // Optional gradients: skipping the messages' leaves d_s and the parameters' share unchanged.
   store.zero_grad();
   refiner.backward(d_s, Tensor{}, d_out, ctx, arena);
   EXPECT_EQ(values_of(d_s), ds_once);
@@ -229,7 +295,7 @@ TEST_F(RefinerFixture, EmptyBatchIsANoOp) {
   OwnedTensor out(DType::f64, Shape(0, kMem)), s0(DType::f64, Shape(0, kMem));
   OwnedTensor m0(DType::f64, Shape(0, kMsg)), dt0(DType::f64, Shape(0));
   MemoryRefinerContext ctx;
-  refiner.forward(out, ctx, s0, m0, dt0, arena);
+  refiner.forward(out, ctx, s0, messages(Terms{}, 0, m0), dt0, arena);
   store.zero_grad();
   refiner.backward(Tensor{}, Tensor{}, out, ctx, arena);
   for (double v : values_of(store.grads())) EXPECT_EQ(v, 0.0);
@@ -237,9 +303,10 @@ TEST_F(RefinerFixture, EmptyBatchIsANoOp) {
 
 TEST_F(RefinerFixture, RejectsMismatchedShapes) {
   OwnedTensor out(DType::f64, s.shape());
-  OwnedTensor short_m = random_tensor(Shape(kRows - 1, kMsg), 6);
+  OwnedTensor narrow = random_tensor(Shape(kDistinct, kMsg - 1), 6);
   MemoryRefinerContext ctx;
-  EXPECT_ANY_THROW(refiner.forward(out, ctx, s, short_m, dt, arena));
+  EXPECT_ANY_THROW(refiner.forward(out, ctx, s, messages(kLastTerms, kRows - 1), dt, arena));
+  EXPECT_ANY_THROW(refiner.forward(out, ctx, s, messages(kLastTerms, kRows, narrow), dt, arena));
 }
 
 }  // namespace

@@ -23,6 +23,7 @@ using depbloom::model::AttentionStyle;
 using depbloom::model::EmbeddingKind;
 using depbloom::model::MemoryKind;
 using depbloom::model::NeighbourReads;
+using depbloom::model::RefineStart;
 
 depbloom::model::TgnnConfig small_tgn() {
   depbloom::model::TgnnConfig m;
@@ -76,6 +77,7 @@ struct FlopCase {
   int mailbox;
   int32_t micro_batches;
   RefineAggregate aggregate;
+  RefineStart start = RefineStart::identity;
 };
 
 void PrintTo(const FlopCase& c, std::ostream* os) {
@@ -100,6 +102,7 @@ TrainerConfig flop_config(const FlopCase& c) {
   cfg.dtype = DType::f32;
   cfg.refine_micro_batches = c.micro_batches;
   cfg.refine_aggregate = c.aggregate;
+  cfg.model.refine_start = c.start;
   return cfg;
 }
 
@@ -156,7 +159,15 @@ INSTANTIATE_TEST_SUITE_P(
         FlopCase{"apan", MemoryKind::transformer, EmbeddingKind::identity, AttentionStyle::tgn,
                  NeighbourReads::automatic, 3, 1, RefineAggregate::last},
         FlopCase{"tgn_refine_mean", MemoryKind::gru, EmbeddingKind::attention, AttentionStyle::tgn,
-                 NeighbourReads::automatic, 1, 4, RefineAggregate::mean}),
+                 NeighbourReads::automatic, 1, 4, RefineAggregate::mean},
+        FlopCase{"tgn_start_updater", MemoryKind::gru, EmbeddingKind::attention,
+                 AttentionStyle::tgn, NeighbourReads::automatic, 1, 4, RefineAggregate::last,
+                 RefineStart::updater},
+        FlopCase{"jodie_start_updater", MemoryKind::rnn, EmbeddingKind::jodie, AttentionStyle::tgn,
+                 NeighbourReads::automatic, 1, 4, RefineAggregate::mean, RefineStart::updater},
+        FlopCase{"apan_start_updater", MemoryKind::transformer, EmbeddingKind::identity,
+                 AttentionStyle::tgn, NeighbourReads::automatic, 3, 4, RefineAggregate::last,
+                 RefineStart::updater}),
     [](const auto& info) { return std::string(info.param.name); });
 
 // A hand-made plan: B events, these memory rows' nodes, writes and mails.

@@ -5,6 +5,7 @@
 // warm plan reusing its storage.
 #include <gtest/gtest.h>
 
+#include <set>
 #include <utility>
 #include <vector>
 
@@ -74,6 +75,9 @@ class RefinePlanTest : public ::testing::Test {
     planner.plan(plan, events.data(), static_cast<int64_t>(events.size()), bounds, node.data(),
                  micro.data(), static_cast<int64_t>(node.size()), aggregate);
   }
+  // The position and role of term t's message.
+  int64_t pos_of(int64_t t) const { return plan.msg_pos[static_cast<size_t>(plan.term_msg[t])]; }
+  int8_t role_of(int64_t t) const { return plan.msg_role[static_cast<size_t>(plan.term_msg[t])]; }
   Earlier earlier_of(int64_t row) const {
     Earlier e;
     for (int64_t i = plan.begin[row]; i < plan.begin[row] + plan.count[row]; ++i)
@@ -107,13 +111,13 @@ TEST_F(RefinePlanTest, LastTakesTheLatestEarlierEvent) {
   for (int64_t t = 0; t < plan.terms(); ++t) {
     const int32_t row = plan.term_row[t];
     EXPECT_EQ(row, t);
-    EXPECT_EQ(plan.term_pos[t], plan.latest[row]);
-    EXPECT_EQ(plan.term_role[t], earlier_of(row).back().second);
+    EXPECT_EQ(pos_of(t), plan.latest[row]);
+    EXPECT_EQ(role_of(t), earlier_of(row).back().second);
     EXPECT_EQ(plan.term_weight[t], 1.0);
   }
   // Node 0's third event (read 0, row 0) gets its second: event 3, as its source.
-  EXPECT_EQ(plan.term_pos[0], 3);
-  EXPECT_EQ(plan.term_role[0], 0);
+  EXPECT_EQ(pos_of(0), 3);
+  EXPECT_EQ(role_of(0), 0);
 }
 
 TEST_F(RefinePlanTest, MeanWeighsEveryEarlierEventEqually) {
@@ -124,16 +128,16 @@ TEST_F(RefinePlanTest, MeanWeighsEveryEarlierEventEqually) {
     for (const auto& [pos, role] : e) {
       ASSERT_LT(t, plan.terms());
       EXPECT_EQ(plan.term_row[t], row);
-      EXPECT_EQ(plan.term_pos[t], pos);
-      EXPECT_EQ(plan.term_role[t], role);
+      EXPECT_EQ(pos_of(t), pos);
+      EXPECT_EQ(role_of(t), role);
       EXPECT_DOUBLE_EQ(plan.term_weight[t], 1.0 / static_cast<double>(e.size()));
       ++t;
     }
   }
   EXPECT_EQ(t, plan.terms());
   // Node 0's third event: its first and second events, half each.
-  EXPECT_EQ(plan.term_pos[0], 0);
-  EXPECT_EQ(plan.term_pos[1], 3);
+  EXPECT_EQ(pos_of(0), 0);
+  EXPECT_EQ(pos_of(1), 3);
   EXPECT_EQ(plan.term_weight[0], 0.5);
   EXPECT_EQ(plan.term_row[1], 0);
 }
@@ -182,6 +186,26 @@ TEST_F(RefinePlanTest, RejectsReadsOutsideTheCut) {
                                 RefineAggregate::last));
 }
 
+// Each mail is one message, listed once in the order of its first term and named by every
+// term that aggregates it.
+TEST_F(RefinePlanTest, MessagesAreListedOnceAndSharedByTheirTerms) {
+  for (RefineAggregate aggregate : {RefineAggregate::last, RefineAggregate::mean}) {
+    run(aggregate);
+    std::set<std::pair<int64_t, int8_t>> seen;
+    int32_t next = 0;
+    for (int64_t t = 0; t < plan.terms(); ++t) {
+      const int32_t msg = plan.term_msg[t];
+      ASSERT_TRUE(msg >= 0 && msg < plan.messages()) << t;
+      EXPECT_LE(msg, next) << "messages out of first-term order at term " << t;
+      if (msg == next) ++next;
+      seen.insert({pos_of(t), role_of(t)});
+    }
+    EXPECT_EQ(next, plan.messages());
+    EXPECT_EQ(static_cast<int64_t>(seen.size()), plan.messages()) << "a mail listed twice";
+    EXPECT_LT(plan.messages(), plan.terms()) << "the fixture shares no message";
+  }
+}
+
 // Planning the same step again (and a smaller one in between) gives the same plan in the
 // same storage: nothing is reallocated once warm.
 TEST_F(RefinePlanTest, AWarmPlanReusesItsStorage) {
@@ -195,7 +219,8 @@ TEST_F(RefinePlanTest, AWarmPlanReusesItsStorage) {
   EXPECT_EQ(plan.rows(), 1);
   run(RefineAggregate::mean);
   EXPECT_EQ(plan.request, first.request);
-  EXPECT_EQ(plan.term_pos, first.term_pos);
+  EXPECT_EQ(plan.term_msg, first.term_msg);
+  EXPECT_EQ(plan.msg_pos, first.msg_pos);
   EXPECT_EQ(plan.event_pos, first.event_pos);
   EXPECT_EQ(plan.request.data(), rows_at);
   EXPECT_EQ(plan.term_weight.data(), terms_at);

@@ -1,0 +1,65 @@
+// Spreading per-message rows over the copies and collecting them back, from gather, scale
+// and scatter-add; the projections add one GEMM on the distinct messages each way.
+#include "depbloom/model/copy_messages.h"
+
+#include "depbloom/backend/ops.h"
+#include "depbloom/model/context.h"
+
+namespace depbloom::model {
+namespace {
+
+void expect_messages(const char* what, const Tensor& per_msg, const Tensor& per_copy,
+                     const CopyMessages& msgs) {
+  DB_ASSERT(msgs.distinct.defined() && per_msg.rank() == 2 &&
+                per_msg.dim(0) == msgs.distinct.dim(0) && per_copy.rank() == 2 &&
+                per_copy.dim(0) == msgs.copies && per_copy.dim(1) == per_msg.dim(1),
+            "{}: per message {} and per copy {} do not fit {} distinct messages and {} copies",
+            what, per_msg.str(), per_copy.str(), msgs.distinct.str(), msgs.copies);
+  DB_ASSERT(msgs.msg.defined() && msgs.msg.numel() == msgs.terms() &&
+                (!msgs.weight.defined() || msgs.weight.numel() == msgs.terms()),
+            "{}: {} terms with message indices {} and weights {}", what, msgs.terms(),
+            msgs.msg.str(), msgs.weight.str());
+}
+
+}  // namespace
+
+void spread_to_copies(const Tensor& out, const Tensor& per_msg, const CopyMessages& msgs,
+                      Arena& arena) {
+  expect_messages("spread_to_copies", per_msg, out, msgs);
+  const int64_t t = msgs.terms();
+  if (t == 0) return;
+  Tensor term = arena.alloc(per_msg.dtype(), Shape(t, per_msg.dim(1)));
+  ops::gather_rows(term, per_msg, msgs.msg);
+  if (msgs.weight.defined()) ops::scale_rows(term, term, msgs.weight);
+  ops::scatter_add_rows(out, term, msgs.row);
+}
+
+void collect_to_messages(const Tensor& per_msg, const Tensor& per_copy, const CopyMessages& msgs,
+                         Arena& arena) {
+  expect_messages("collect_to_messages", per_msg, per_copy, msgs);
+  const int64_t t = msgs.terms();
+  if (t == 0) return;
+  Tensor term = arena.alloc(per_copy.dtype(), Shape(t, per_copy.dim(1)));
+  ops::gather_rows(term, per_copy, msgs.row);
+  if (msgs.weight.defined()) ops::scale_rows(term, term, msgs.weight);
+  ops::scatter_add_rows(per_msg, term, msgs.msg);
+}
+
+void project_messages(const Tensor& out, const Tensor& w, const CopyMessages& msgs, Arena& arena) {
+  const int64_t d = msgs.distinct.dim(0);
+  Tensor proj = arena.alloc(out.dtype(), Shape(d, w.dim(0)));
+  ops::gemm(proj, msgs.distinct, ops::Trans::N, w, ops::Trans::T);
+  spread_to_copies(out, proj, msgs, arena);
+}
+
+void project_messages_backward(const Tensor& d_distinct, const Tensor& dw, const Tensor& d_out,
+                               const Tensor& w, const CopyMessages& msgs, Arena& arena) {
+  const int64_t d = msgs.distinct.dim(0);
+  Tensor d_proj = arena.alloc(d_out.dtype(), Shape(d, d_out.dim(1)));
+  ops::fill(d_proj, 0.0);
+  collect_to_messages(d_proj, d_out, msgs, arena);
+  ops::gemm(dw, d_proj, ops::Trans::T, msgs.distinct, ops::Trans::N, 1.0, 1.0);
+  if (wanted(d_distinct)) ops::gemm(d_distinct, d_proj, ops::Trans::N, w, ops::Trans::N, 1.0, 1.0);
+}
+
+}  // namespace depbloom::model
