@@ -1,6 +1,4 @@
-// depbloom-train: the trainer's command line. Until the models land (issue 5) it runs a
-// smoke job over the backend so that the quick-start command already works end to end.
-#include <cstdio>
+// depbloom-train: the trainer's command line (cli::run_train parses it and runs the job).
 
 #include "depbloom/cli/app.h"
 
