@@ -6,12 +6,14 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstring>
 #include <functional>
 #include <random>
 #include <string>
 #include <vector>
 
 #include "depbloom/backend/ops.h"
+#include "depbloom/core/memory.h"
 #include "depbloom/core/tensor.h"
 #include "depbloom/model/parameters.h"
 
@@ -57,6 +59,18 @@ inline std::vector<double> random_values(int64_t n, uint64_t seed, double lo = -
     while (std::fabs(x) < 0.05);
   }
   return v;
+}
+
+// A float64 CPU tensor of random_values, and a float64 tensor's values.
+inline depbloom::OwnedTensor random_tensor(Shape shape, uint64_t seed, double lo = -1.0,
+                                           double hi = 1.0) {
+  depbloom::OwnedTensor t(DType::f64, shape);
+  const auto v = random_values(shape.numel(), seed, lo, hi);
+  std::memcpy(t.data<double>(), v.data(), v.size() * sizeof(double));
+  return t;
+}
+inline std::vector<double> values_of(const Tensor& t) {
+  return std::vector<double>(t.data<double>(), t.data<double>() + t.numel());
 }
 
 // |analytic - numeric| <= 1e-6 + 1e-5 |numeric|: central differences with eps 1e-6 on

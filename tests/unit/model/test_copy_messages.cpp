@@ -21,17 +21,6 @@ using namespace depbloom;
 using namespace depbloom::model;
 using namespace dbmodeltest;
 
-OwnedTensor random_tensor(Shape shape, uint64_t seed, double lo = -1.0, double hi = 1.0) {
-  OwnedTensor t(DType::f64, shape);
-  const auto v = random_values(shape.numel(), seed, lo, hi);
-  std::memcpy(t.data<double>(), v.data(), v.size() * sizeof(double));
-  return t;
-}
-
-std::vector<double> values_of(const Tensor& t) {
-  return std::vector<double>(t.data<double>(), t.data<double>() + t.numel());
-}
-
 void expect_close(const std::vector<double>& got, const std::vector<double>& want,
                   const char* what) {
   ASSERT_EQ(got.size(), want.size()) << what;

@@ -19,13 +19,6 @@ using namespace depbloom;
 using namespace depbloom::model;
 using namespace dbmodeltest;
 
-OwnedTensor random_tensor(Shape shape, uint64_t seed, double lo = -1.0, double hi = 1.0) {
-  OwnedTensor t(DType::f64, shape);
-  const auto v = random_values(shape.numel(), seed, lo, hi);
-  std::memcpy(t.data<double>(), v.data(), v.size() * sizeof(double));
-  return t;
-}
-
 OwnedTensor zeros(Shape shape) {
   return OwnedTensor::zeros(DType::f64, shape);
 }

@@ -21,20 +21,9 @@ using namespace depbloom;
 using namespace depbloom::model;
 using namespace dbmodeltest;
 
-OwnedTensor random_tensor(Shape shape, uint64_t seed, double lo = -1.0, double hi = 1.0) {
-  OwnedTensor t(DType::f64, shape);
-  const auto v = random_values(shape.numel(), seed, lo, hi);
-  std::memcpy(t.data<double>(), v.data(), v.size() * sizeof(double));
-  return t;
-}
-
 void randomize(const Tensor& t, uint64_t seed, double lo = -1.0, double hi = 1.0) {
   const auto v = random_values(t.numel(), seed, lo, hi);
   std::memcpy(t.data<double>(), v.data(), v.size() * sizeof(double));
-}
-
-std::vector<double> values_of(const Tensor& t) {
-  return std::vector<double>(t.data<double>(), t.data<double>() + t.numel());
 }
 
 // The refiner's equation written out per row and element, with the pre-activations kept so
