@@ -1,4 +1,4 @@
-// Arena: bump allocation over a list of chunks that collapses to one block on reset.
+// Arena: bump allocation over a list of chunks, all kept and carved in order after reset.
 #include "depbloom/core/arena.h"
 
 #include <algorithm>
@@ -12,23 +12,26 @@ size_t align_up(size_t n) {
 }  // namespace
 
 Arena::Arena(Device device, size_t initial_bytes, HostMemory host) : device_(device), host_(host) {
-  chunks_.reserve(16);
+  chunks_.reserve(32);
   if (initial_bytes > 0) add_chunk(align_up(initial_bytes));
 }
 
 void Arena::add_chunk(size_t bytes) {
   chunks_.push_back(Chunk{Buffer(bytes, device_, host_), 0});
+  capacity_ += bytes;
   ++system_allocations_;
 }
 
 void* Arena::alloc_bytes(size_t bytes) {
   size_t need = align_up(std::max<size_t>(bytes, 1));
-  if (chunks_.empty() || chunks_.back().used + need > chunks_.back().buffer.bytes()) {
-    size_t last = chunks_.empty() ? 0 : chunks_.back().buffer.bytes();
-    // Geometric growth keeps a cold step to a few chunks however many tensors it carves.
-    add_chunk(std::max({need, 2 * last, size_t{1} << 20}));
-  }
-  Chunk& c = chunks_.back();
+  // The current chunk, else the next kept one with room (a skipped tail waits for the next
+  // step), else a new chunk of half the capacity so far: geometric growth, and memory
+  // already touched is never given back and faulted in again.
+  while (current_ < chunks_.size() &&
+         chunks_[current_].used + need > chunks_[current_].buffer.bytes())
+    ++current_;
+  if (current_ == chunks_.size()) add_chunk(std::max({need, capacity_ / 2, size_t{1} << 20}));
+  Chunk& c = chunks_[current_];
   void* p = static_cast<char*>(c.buffer.data()) + c.used;
   c.used += need;
   used_total_ += need;
@@ -42,16 +45,8 @@ Tensor Arena::alloc(DType dtype, Shape shape) {
 }
 
 void Arena::reset() {
-  if (chunks_.size() > 1) {
-    // A step overflowed: replace the chunks by one block of the peak plus a quarter. Batches
-    // grow slowly as a stream's graph densifies; without headroom every new high-water mark
-    // would re-allocate (and re-fault, page by page) a block of hundreds of megabytes.
-    size_t want = align_up(peak_ + peak_ / 4);
-    chunks_.clear();
-    add_chunk(want);
-  } else if (!chunks_.empty()) {
-    chunks_.front().used = 0;
-  }
+  for (Chunk& c : chunks_) c.used = 0;
+  current_ = 0;
   used_total_ = 0;
 }
 
@@ -65,9 +60,7 @@ bool Arena::owns(const void* p) const {
 }
 
 size_t Arena::capacity_bytes() const {
-  size_t n = 0;
-  for (const auto& c : chunks_) n += c.buffer.bytes();
-  return n;
+  return capacity_;
 }
 
 }  // namespace depbloom

@@ -1,6 +1,8 @@
 // Buffer and OwnedTensor: aligned host allocations and device allocations with counters.
 #include "depbloom/core/memory.h"
 
+#include <sys/mman.h>
+
 #include <cstdlib>
 #include <cstring>
 #include <new>
@@ -25,10 +27,18 @@ Buffer::Buffer(size_t bytes, Device device, HostMemory host)
     memory_counters().host_allocations += 1;
   } else if (device.is_cpu()) {
     // 256 bytes: the arena's alignment promise holds for chunk bases too, and rows of
-    // float tensors start on cache-line and SIMD boundaries.
-    size_t rounded = (bytes + 255) / 256 * 256;
-    data_ = std::aligned_alloc(256, rounded);
+    // float tensors start on cache-line and SIMD boundaries. Blocks of 2 MiB and more are
+    // aligned to 2 MiB and asked for as transparent huge pages (where the kernel leaves
+    // that to madvise): a step's arena of gigabytes is otherwise first touched 4 KiB page
+    // by page, a fault each, and walks a TLB of small pages.
+    constexpr size_t kHuge = size_t{2} << 20;
+    const size_t align = bytes >= kHuge ? kHuge : 256;
+    size_t rounded = (bytes + align - 1) / align * align;
+    data_ = std::aligned_alloc(align, rounded);
     if (data_ == nullptr) throw std::bad_alloc();
+#ifdef MADV_HUGEPAGE
+    if (align == kHuge) madvise(data_, rounded, MADV_HUGEPAGE);  // a hint: failure is fine
+#endif
     memory_counters().host_bytes += static_cast<int64_t>(bytes);
     memory_counters().host_allocations += 1;
   } else {

@@ -1,9 +1,11 @@
 // Per-step bump allocator: tensors for activations and backward contexts are carved from
 // it during a step and all released at once by reset(). After a warm-up step it allocates
-// nothing: an overflow adds a chunk, and the next reset() merges the chunks into one block
-// of the high-water size plus a quarter, so a steady-state step never touches the system
-// allocator. A host arena may be pinned; a device arena may name the pinned host arena that
-// stages its uploads (backend/upload.h), so that they need no host wait.
+// nothing: an overflow adds a chunk of half the capacity so far (or more), and reset() keeps
+// every chunk for the next step, which carves them in order. Nothing is freed and allocated
+// again, so memory is faulted in once, not at every new high-water mark (merging the chunks
+// into one bigger block would touch gigabytes afresh on a large refined step). A host arena may be
+// pinned; a device arena may name the pinned host arena that stages its uploads (backend/upload.h),
+// so that they need no host wait.
 #pragma once
 
 #include <cstddef>
@@ -21,7 +23,7 @@ class Arena {
   // Uninitialised tensor valid until the next reset(). 256-byte aligned.
   Tensor alloc(DType dtype, Shape shape);
   void* alloc_bytes(size_t bytes);
-  // Release everything; grows the main block to 1.25x the high-water mark if a step overflowed.
+  // Release everything; the chunks stay for the next step.
   void reset();
 
   Device device() const { return device_; }
@@ -47,6 +49,8 @@ class Arena {
   HostMemory host_;
   Arena* staging_ = nullptr;
   std::vector<Chunk> chunks_;
+  size_t current_ = 0;  // the chunk being carved
+  size_t capacity_ = 0;
   size_t used_total_ = 0;
   size_t peak_ = 0;
   int64_t system_allocations_ = 0;
