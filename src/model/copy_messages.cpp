@@ -19,17 +19,29 @@ void expect_messages(const char* what, const Tensor& per_msg, const Tensor& per_
                 (!msgs.weight.defined() || msgs.weight.numel() == msgs.terms()),
             "{}: {} terms with message indices {} and weights {}", what, msgs.terms(),
             msgs.msg.str(), msgs.weight.str());
+  DB_ASSERT(!msgs.one_per_copy || (msgs.terms() == msgs.copies && !msgs.weight.defined()),
+            "{}: one term per copy needs {} unweighted terms, got {} (weights {})", what,
+            msgs.copies, msgs.terms(), msgs.weight.str());
 }
 
 }  // namespace
 
 void spread_to_copies(const Tensor& out, const Tensor& per_msg, const CopyMessages& msgs,
-                      Arena& arena) {
+                      bool accumulate, Arena& arena) {
   expect_messages("spread_to_copies", per_msg, out, msgs);
+  if (msgs.one_per_copy && !accumulate) {
+    ops::gather_rows(out, per_msg, msgs.msg);
+    return;
+  }
+  if (!accumulate) ops::fill(out, 0.0);
   const int64_t t = msgs.terms();
   if (t == 0) return;
   Tensor term = arena.alloc(per_msg.dtype(), Shape(t, per_msg.dim(1)));
   ops::gather_rows(term, per_msg, msgs.msg);
+  if (msgs.one_per_copy) {
+    ops::axpy(out, 1.0, term);
+    return;
+  }
   if (msgs.weight.defined()) ops::scale_rows(term, term, msgs.weight);
   ops::scatter_add_rows(out, term, msgs.row);
 }
@@ -39,17 +51,22 @@ void collect_to_messages(const Tensor& per_msg, const Tensor& per_copy, const Co
   expect_messages("collect_to_messages", per_msg, per_copy, msgs);
   const int64_t t = msgs.terms();
   if (t == 0) return;
+  if (msgs.one_per_copy) {
+    ops::scatter_add_rows(per_msg, per_copy, msgs.msg);
+    return;
+  }
   Tensor term = arena.alloc(per_copy.dtype(), Shape(t, per_copy.dim(1)));
   ops::gather_rows(term, per_copy, msgs.row);
   if (msgs.weight.defined()) ops::scale_rows(term, term, msgs.weight);
   ops::scatter_add_rows(per_msg, term, msgs.msg);
 }
 
-void project_messages(const Tensor& out, const Tensor& w, const CopyMessages& msgs, Arena& arena) {
+void project_messages(const Tensor& out, const Tensor& w, const CopyMessages& msgs, bool accumulate,
+                      Arena& arena) {
   const int64_t d = msgs.distinct.dim(0);
   Tensor proj = arena.alloc(out.dtype(), Shape(d, w.dim(0)));
   ops::gemm(proj, msgs.distinct, ops::Trans::N, w, ops::Trans::T);
-  spread_to_copies(out, proj, msgs, arena);
+  spread_to_copies(out, proj, msgs, accumulate, arena);
 }
 
 void project_messages_backward(const Tensor& d_distinct, const Tensor& dw, const Tensor& d_out,

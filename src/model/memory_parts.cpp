@@ -136,8 +136,7 @@ class AttentionMemory final : public MemoryPart {
                      const Tensor& dt, Arena& arena) override {
     start_msgs_ = msgs;
     Tensor mail = arena.alloc(out.dtype(), Shape(msgs.copies, cfg_.d_mail()));
-    ops::fill(mail, 0.0);
-    spread_to_copies(mail, msgs.distinct, msgs, arena);
+    spread_to_copies(mail, msgs.distinct, msgs, /*accumulate=*/false, arena);
     apply_one(out, start_ctx_, memory, mail, dt, arena);
   }
 

@@ -18,10 +18,10 @@ using Blocks = std::array<Tensor, 3>;
 // y [R, N] = s W_s^T + enc W_t^T + b + (each copy's message) W_m^T, with w = (W_s, W_m, W_t).
 void parts_forward(const Tensor& y, const Blocks& w, const Tensor& b, const Tensor& s,
                    const CopyMessages& msgs, const Tensor& encoded, Arena& arena) {
-  ops::gemm(y, s, Trans::N, w[0], Trans::T);
+  project_messages(y, w[1], msgs, /*accumulate=*/false, arena);  // first: the GEMMs add to it
+  ops::gemm(y, s, Trans::N, w[0], Trans::T, 1.0, 1.0);
   ops::gemm(y, encoded, Trans::N, w[2], Trans::T, 1.0, 1.0);
   ops::bias_add(y, b);
-  project_messages(y, w[1], msgs, arena);
 }
 
 // Its backward from dy [R, N]: dw [N, in] and db accumulate, and so do d_s (when wanted),

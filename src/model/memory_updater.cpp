@@ -65,9 +65,9 @@ void RecurrentMemoryUpdater::forward_copies(const Tensor& h_new, MemoryUpdaterCo
   ctx.w_ih = detail::column_blocks(arena, store_->value(weight_ih_),
                                    std::array<int64_t, 2>{mail_dim_, time_.dim()});
   Tensor gx = arena.alloc(dtype, Shape(batch, gate_rows()));
-  ops::gemm(gx, ctx.input, Trans::N, ctx.w_ih[1], Trans::T);
+  project_messages(gx, ctx.w_ih[0], msgs, /*accumulate=*/false, arena);  // the GEMM adds to it
+  ops::gemm(gx, ctx.input, Trans::N, ctx.w_ih[1], Trans::T, 1.0, 1.0);
   ops::bias_add(gx, store_->value(bias_ih_));
-  project_messages(gx, ctx.w_ih[0], msgs, arena);
   cell_forward(h_new, ctx, gx, memory, arena);
 }
 

@@ -35,7 +35,8 @@ void Tgnn::refine(const Tensor& updated, const TgnnInputs& in, const MemoryRows&
   } else {
     ops::concat_cols(msg, {self, other});
   }
-  refine_msgs_ = CopyMessages{msg, in.term_row, in.term_msg, in.term_weight, r};
+  refine_msgs_ =
+      CopyMessages{msg, in.term_row, in.term_msg, in.term_weight, r, in.term_one_per_copy};
   refine_base_ = in.refine_base;
   msg_self_ = in.msg_self, msg_other_ = in.msg_other;
   Tensor start = refine_s_;

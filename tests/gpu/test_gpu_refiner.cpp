@@ -56,44 +56,50 @@ TEST_F(GpuRefiner, ForwardAndBackwardEqualTheCpu) {
     cpu_store.zero_grad();
     gpu_store.zero_grad();
 
-    // Every copy names one of rows / 3 + 1 shared messages; every other copy a second one
-    // too, both at weight 1/2 (refine.aggregate: mean).
-    const int64_t n_msg = rows / 3 + 1;
-    std::vector<double> row_v, msg_v, weight_v;
-    for (int64_t c = 0; c < rows; ++c) {
-      const int64_t terms = c % 2 == 1 ? 2 : 1;
-      for (int64_t k = 0; k < terms; ++k) {
-        row_v.push_back(static_cast<double>(c));
-        msg_v.push_back(static_cast<double>((7 * c + 3 * k) % n_msg));
-        weight_v.push_back(1.0 / static_cast<double>(terms));
+    for (bool last : {false, true}) {
+      SCOPED_TRACE(testing::Message() << "rows " << rows << (last ? ", last" : ", mean"));
+      // Every copy names one of rows / 3 + 1 shared messages; with `mean` every other copy a
+      // second one too, both at weight 1/2; with `last` one term per copy, unweighted (the
+      // gather / scatter-add path).
+      const int64_t n_msg = rows / 3 + 1;
+      std::vector<double> row_v, msg_v, weight_v;
+      for (int64_t c = 0; c < rows; ++c) {
+        const int64_t terms = c % 2 == 1 && !last ? 2 : 1;
+        for (int64_t k = 0; k < terms; ++k) {
+          row_v.push_back(static_cast<double>(c));
+          msg_v.push_back(static_cast<double>((7 * c + 3 * k) % n_msg));
+          weight_v.push_back(1.0 / static_cast<double>(terms));
+        }
       }
-    }
-    const auto t = static_cast<int64_t>(row_v.size());
-    Both<int32_t> row(Shape(t), row_v), msg(Shape(t), msg_v);
-    F weight(Shape(t), weight_v);
-    F s(Shape(rows, d_mem), rng.vec(rows * d_mem));
-    F distinct(Shape(n_msg, d_msg), rng.vec(n_msg * d_msg));
-    F dt(Shape(rows), rng.vec(rows, 0.1, 50.0));
-    const CopyMessages cpu_msgs{distinct.cpu, row.cpu, msg.cpu, weight.cpu, rows};
-    const CopyMessages gpu_msgs{distinct.gpu, row.gpu, msg.gpu, weight.gpu, rows};
-    F out = F::nan(Shape(rows, d_mem));
-    Arena cpu_arena(Device::cpu()), gpu_arena(kGpu);
-    MemoryRefinerContext cpu_ctx, gpu_ctx;
-    cpu_ref.forward(out.cpu, cpu_ctx, s.cpu, cpu_msgs, dt.cpu, cpu_arena);
-    gpu_ref.forward(out.gpu, gpu_ctx, s.gpu, gpu_msgs, dt.gpu, gpu_arena);
-    EXPECT_TRUE(out.matches_norm());
+      const auto t = static_cast<int64_t>(row_v.size());
+      Both<int32_t> row(Shape(t), row_v), msg(Shape(t), msg_v);
+      F weight(Shape(t), weight_v);
+      F s(Shape(rows, d_mem), rng.vec(rows * d_mem));
+      F distinct(Shape(n_msg, d_msg), rng.vec(n_msg * d_msg));
+      F dt(Shape(rows), rng.vec(rows, 0.1, 50.0));
+      const Tensor cpu_w = last ? Tensor{} : static_cast<Tensor>(weight.cpu);
+      const Tensor gpu_w = last ? Tensor{} : static_cast<Tensor>(weight.gpu);
+      const CopyMessages cpu_msgs{distinct.cpu, row.cpu, msg.cpu, cpu_w, rows, last};
+      const CopyMessages gpu_msgs{distinct.gpu, row.gpu, msg.gpu, gpu_w, rows, last};
+      F out = F::nan(Shape(rows, d_mem));
+      Arena cpu_arena(Device::cpu()), gpu_arena(kGpu);
+      MemoryRefinerContext cpu_ctx, gpu_ctx;
+      cpu_ref.forward(out.cpu, cpu_ctx, s.cpu, cpu_msgs, dt.cpu, cpu_arena);
+      gpu_ref.forward(out.gpu, gpu_ctx, s.gpu, gpu_msgs, dt.gpu, gpu_arena);
+      EXPECT_TRUE(out.matches_norm());
 
-    F d_out(Shape(rows, d_mem), rng.vec(rows * d_mem));
-    F d_s = F::nan(Shape(rows, d_mem));
-    F d_distinct(Shape(n_msg, d_msg), std::vector<double>(n_msg * d_msg, 0.0));
-    cpu_ref.backward(d_s.cpu, d_distinct.cpu, d_out.cpu, cpu_ctx, cpu_arena);
-    gpu_ref.backward(d_s.gpu, d_distinct.gpu, d_out.gpu, gpu_ctx, gpu_arena);
-    EXPECT_TRUE(d_s.matches_norm());
-    EXPECT_TRUE(d_distinct.matches_norm());
-    for (const auto& e : cpu_store.entries()) {
-      SCOPED_TRACE(e.name);
-      EXPECT_TRUE(norm_close(host_values(gpu_store.grad(e.name)),
-                             host_values(cpu_store.grad(e.name)), 1e-5));
+      F d_out(Shape(rows, d_mem), rng.vec(rows * d_mem));
+      F d_s = F::nan(Shape(rows, d_mem));
+      F d_distinct(Shape(n_msg, d_msg), std::vector<double>(n_msg * d_msg, 0.0));
+      cpu_ref.backward(d_s.cpu, d_distinct.cpu, d_out.cpu, cpu_ctx, cpu_arena);
+      gpu_ref.backward(d_s.gpu, d_distinct.gpu, d_out.gpu, gpu_ctx, gpu_arena);
+      EXPECT_TRUE(d_s.matches_norm());
+      EXPECT_TRUE(d_distinct.matches_norm());
+      for (const auto& e : cpu_store.entries()) {
+        SCOPED_TRACE(e.name);
+        EXPECT_TRUE(norm_close(host_values(gpu_store.grad(e.name)),
+                               host_values(cpu_store.grad(e.name)), 1e-5));
+      }
     }
   }
 }

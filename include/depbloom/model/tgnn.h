@@ -52,8 +52,9 @@ struct TgnnInputs {
   Tensor term_row;     // [T] i32 copy in [0, R)
   Tensor term_msg;     // [T] i32 message in [0, D)
   Tensor term_weight;  // [T] (state dtype), undefined: every weight is 1
-  Tensor msg_self, msg_other;  // [D] i32 input rows in [0, U)
-  Tensor msg_eid;              // [D] i64 edge feature row (with edge features)
+  bool term_one_per_copy = false;  // T = R, term t is copy t's only term, weight 1 (`last`)
+  Tensor msg_self, msg_other;      // [D] i32 input rows in [0, U)
+  Tensor msg_eid;                  // [D] i64 edge feature row (with edge features)
   // refine.start: updater with the TGN authors' mail time (else undefined): the age the
   // updater reads each copy's message with, as of the latest earlier event: its time minus
   // the previous earlier event's, or where refine_first is 1 its time (the model subtracts

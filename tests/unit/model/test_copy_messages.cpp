@@ -66,10 +66,12 @@ TEST_F(CopyMessagesTest, SpreadAddsEachCopysWeightedMessages) {
     SCOPED_TRACE(weighted ? "weighted" : "unweighted");
     OwnedTensor base = random_tensor(Shape(kCopies, kWidth), 2), out(DType::f64, base.shape());
     ops::copy(out, base);
-    spread_to_copies(out, distinct, messages(weighted), arena);
+    spread_to_copies(out, distinct, messages(weighted), /*accumulate=*/true, arena);
     std::vector<double> want = spread_loop(distinct, weighted);
     for (size_t i = 0; i < want.size(); ++i) want[i] += base.data<double>()[i];
-    expect_close(values_of(out), want, "spread");
+    expect_close(values_of(out), want, "spread, accumulated");
+    spread_to_copies(out, distinct, messages(weighted), /*accumulate=*/false, arena);
+    expect_close(values_of(out), spread_loop(distinct, weighted), "spread");
   }
 }
 
@@ -96,7 +98,7 @@ TEST_F(CopyMessagesTest, ProjectionEqualsProjectingTheSpreadMessages) {
   const int64_t n = 3;
   OwnedTensor w = random_tensor(Shape(n, kWidth), 4),
               out = OwnedTensor::zeros(DType::f64, Shape(kCopies, n));
-  project_messages(out, w, messages(true), arena);
+  project_messages(out, w, messages(true), /*accumulate=*/false, arena);
   const std::vector<double> m = spread_loop(distinct, true);
   std::vector<double> want(static_cast<size_t>(kCopies * n), 0.0);
   for (int64_t c = 0; c < kCopies; ++c)
@@ -118,14 +120,53 @@ TEST_F(CopyMessagesTest, ProjectionGradientsOfWeightAndMessages) {
   expect_gradients(
       [&] {
         arena.reset();
-        ops::fill(out, 0.0);
-        project_messages(out, w, msgs, arena);
+        project_messages(out, w, msgs, /*accumulate=*/false, arena);
         return out.view();
       },
       [&](const Tensor& d_out) {
         project_messages_backward(d_distinct, dw, d_out, w, msgs, arena);
       },
       targets);
+}
+
+// With one unweighted term per copy (refine.aggregate: last), the gather / scatter-add fast
+// path gives what the general path gives: spread both ways, collect, and the projection's
+// gradients.
+TEST_F(CopyMessagesTest, OneTermPerCopyEqualsTheGeneralPath) {
+  OwnedTensor ident(DType::i32, Shape(kCopies)), pick(DType::i32, Shape(kCopies));
+  for (int32_t c = 0; c < kCopies; ++c)
+    ident.data<int32_t>()[c] = c, pick.data<int32_t>()[c] = (c * 3 + 1) % 3;  // 1, 1, 1, ...
+  pick.data<int32_t>()[2] = 0, pick.data<int32_t>()[5] = 2;
+  CopyMessages general{distinct, ident, pick, Tensor{}, kCopies, false};
+  CopyMessages fast = general;
+  fast.one_per_copy = true;
+  OwnedTensor base = random_tensor(Shape(kCopies, kWidth), 9);
+  for (bool accumulate : {false, true}) {
+    OwnedTensor a(DType::f64, base.shape()), b(DType::f64, base.shape());
+    ops::copy(a, base), ops::copy(b, base);
+    spread_to_copies(a, distinct, general, accumulate, arena);
+    spread_to_copies(b, distinct, fast, accumulate, arena);
+    EXPECT_EQ(values_of(a), values_of(b)) << "spread, accumulate " << accumulate;
+  }
+  OwnedTensor ga = OwnedTensor::zeros(DType::f64, distinct.shape());
+  OwnedTensor gb = OwnedTensor::zeros(DType::f64, distinct.shape());
+  collect_to_messages(ga, base, general, arena);
+  collect_to_messages(gb, base, fast, arena);
+  EXPECT_EQ(values_of(ga), values_of(gb)) << "collect";
+  const int64_t n = 3;
+  OwnedTensor w = random_tensor(Shape(n, kWidth), 10);
+  OwnedTensor dwa = OwnedTensor::zeros(DType::f64, w.shape()),
+              dwb = OwnedTensor::zeros(DType::f64, w.shape());
+  OwnedTensor d_out = random_tensor(Shape(kCopies, n), 11);
+  ops::fill(ga, 0.0), ops::fill(gb, 0.0);
+  project_messages_backward(ga, dwa, d_out, w, general, arena);
+  project_messages_backward(gb, dwb, d_out, w, fast, arena);
+  expect_close(values_of(gb), values_of(ga), "d_distinct");
+  expect_close(values_of(dwb), values_of(dwa), "dw");
+  // Weighted or uneven terms cannot take the fast path.
+  CopyMessages bad = messages(true);
+  bad.one_per_copy = true;
+  EXPECT_ANY_THROW(spread_to_copies(base, distinct, bad, false, arena));
 }
 
 // The updater on copies equals its ordinary forward on the spread mails, and so do all of its
@@ -143,7 +184,7 @@ TEST_P(UpdaterCopiesTest, EqualsTheUpdaterOnTheSpreadMails) {
   OwnedTensor dt = random_tensor(Shape(kCopies), 7, 0.1, 5.0);
   OwnedTensor mail = OwnedTensor::zeros(DType::f64, Shape(kCopies, kWidth));
   const CopyMessages msgs = messages(true);
-  spread_to_copies(mail, distinct, msgs, arena);
+  spread_to_copies(mail, distinct, msgs, /*accumulate=*/false, arena);
 
   OwnedTensor plain(DType::f64, memory.shape()), copies(DType::f64, memory.shape());
   MemoryUpdaterContext plain_ctx, copies_ctx;

@@ -130,7 +130,11 @@ class RefinerFixture : public ::testing::Test {
       std::memcpy(held.back().data<double>(), terms.weight.data(), terms.weight.size() * 8);
       weight = held.back().view();
     }
-    return CopyMessages{from.defined() ? from : distinct.view(), row, msg, weight, copies};
+    // One unweighted term per copy in copy order takes the fast path (refine.aggregate: last).
+    bool one_per_copy = terms.weight.empty() && t == copies;
+    for (int64_t i = 0; i < t && one_per_copy; ++i) one_per_copy = terms.row[i] == i;
+    return CopyMessages{
+        from.defined() ? from : distinct.view(), row, msg, weight, copies, one_per_copy};
   }
   const CopyMessages mean = messages(kMeanTerms);
 };
