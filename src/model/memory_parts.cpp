@@ -31,11 +31,12 @@ class NoMemory final : public MemoryPart {
                       Arena&) const override {
     DB_THROW(runtime, "tgnn: a model without memory has no updater to apply");
   }
-  void forward_start(const Tensor&, const Tensor&, const CopyMessages&, const Tensor&,
-                     Arena&) override {
+  void forward_start(const Tensor&, const Tensor&, const CopyMessages&, const CopyMessages&,
+                     const Tensor&, Arena&) override {
     DB_THROW(runtime, "tgnn: a model without memory has no updater to apply");
   }
-  void backward_start(const Tensor&, const Tensor&, const Tensor&, Arena&) override {}
+  void backward_start(const Tensor&, const Tensor&, const Tensor&, const Tensor&, Arena&) override {
+  }
 };
 
 class RecurrentMemory final : public MemoryPart {
@@ -74,14 +75,14 @@ class RecurrentMemory final : public MemoryPart {
     updater_.forward(out, scratch, mail, dt, memory, arena);
   }
 
-  void forward_start(const Tensor& out, const Tensor& memory, const CopyMessages& msgs,
-                     const Tensor& dt, Arena& arena) override {
-    updater_.forward_copies(out, start_ctx_, msgs, dt, memory, arena);
+  void forward_start(const Tensor& out, const Tensor& memory, const CopyMessages& bases,
+                     const CopyMessages& msgs, const Tensor& dt, Arena& arena) override {
+    updater_.forward_copies(out, start_ctx_, msgs, dt, memory, bases, arena);
   }
 
-  void backward_start(const Tensor& d_memory, const Tensor& d_distinct, const Tensor& d_out,
-                      Arena& arena) override {
-    updater_.backward_copies(d_distinct, d_memory, d_out, start_ctx_, arena);
+  void backward_start(const Tensor& d_memory, const Tensor& d_bases, const Tensor& d_distinct,
+                      const Tensor& d_out, Arena& arena) override {
+    updater_.backward_copies(d_distinct, d_memory, d_bases, d_out, start_ctx_, arena);
   }
 
  private:
@@ -132,16 +133,16 @@ class AttentionMemory final : public MemoryPart {
 
   // The same with gradient; the copies draw no dropout (they have no row counters of their
   // own). The attention reads each copy's mail whole, so the mails are spread out first.
-  void forward_start(const Tensor& out, const Tensor& memory, const CopyMessages& msgs,
-                     const Tensor& dt, Arena& arena) override {
+  void forward_start(const Tensor& out, const Tensor& memory, const CopyMessages&,
+                     const CopyMessages& msgs, const Tensor& dt, Arena& arena) override {
     start_msgs_ = msgs;
     Tensor mail = arena.alloc(out.dtype(), Shape(msgs.copies, cfg_.d_mail()));
     spread_to_copies(mail, msgs.distinct, msgs, /*accumulate=*/false, arena);
     apply_one(out, start_ctx_, memory, mail, dt, arena);
   }
 
-  void backward_start(const Tensor& d_memory, const Tensor& d_distinct, const Tensor& d_out,
-                      Arena& arena) override {
+  void backward_start(const Tensor& d_memory, const Tensor&, const Tensor& d_distinct,
+                      const Tensor& d_out, Arena& arena) override {
     const int64_t n = d_out.dim(0);
     Tensor d_mail = arena.alloc(d_out.dtype(), Shape(n, cfg_.d_mail()));
     updater_.backward(d_memory, d_mail.reshape(Shape(n, 1, cfg_.d_mail())), d_out, start_ctx_,

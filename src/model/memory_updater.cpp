@@ -46,41 +46,46 @@ void RecurrentMemoryUpdater::forward(const Tensor& h_new, MemoryUpdaterContext& 
   Tensor gx = arena.alloc(dtype, Shape(batch, gate_rows()));
   ops::gemm(gx, ctx.input, Trans::N, store_->value(weight_ih_), Trans::T);
   ops::bias_add(gx, store_->value(bias_ih_));
-  cell_forward(h_new, ctx, gx, memory, arena);
+  Tensor gh = arena.alloc(dtype, Shape(batch, gate_rows()));
+  ops::gemm(gh, memory, Trans::N, store_->value(weight_hh_), Trans::T);
+  ops::bias_add(gh, store_->value(bias_hh_));
+  cell_forward(h_new, ctx, gx, gh, memory, arena);
 }
 
 void RecurrentMemoryUpdater::forward_copies(const Tensor& h_new, MemoryUpdaterContext& ctx,
                                             const CopyMessages& msgs, const Tensor& mail_dt,
-                                            const Tensor& memory, Arena& arena) const {
+                                            const Tensor& memory, const CopyMessages& bases,
+                                            Arena& arena) const {
   const int64_t batch = memory.dim(0);
   const DType dtype = memory.dtype();
   DB_ASSERT(memory.rank() == 2 && memory.dim(1) == hidden_ && msgs.copies == batch &&
-                msgs.distinct.rank() == 2 && msgs.distinct.dim(1) == mail_dim_,
-            "memory updater: {} copies' messages {} and memory {} do not match [D, {}] and "
-            "[B, {}]",
-            msgs.copies, msgs.distinct.str(), memory.str(), mail_dim_, hidden_);
+                msgs.distinct.rank() == 2 && msgs.distinct.dim(1) == mail_dim_ &&
+                bases.copies == batch && bases.distinct.rank() == 2 &&
+                bases.distinct.dim(1) == hidden_,
+            "memory updater: {} copies' messages {}, memory {} and base rows {} do not match "
+            "[D, {}], [B, {}] and [B', {}]",
+            msgs.copies, msgs.distinct.str(), memory.str(), bases.distinct.str(), mail_dim_,
+            hidden_, hidden_);
   ctx.input = arena.alloc(dtype, Shape(batch, time_.dim()));
   time_.forward(ctx.input, ctx.time, mail_dt);
-  ctx.msgs = msgs;
+  ctx.msgs = msgs, ctx.bases = bases;
   ctx.w_ih = detail::column_blocks(arena, store_->value(weight_ih_),
                                    std::array<int64_t, 2>{mail_dim_, time_.dim()});
   Tensor gx = arena.alloc(dtype, Shape(batch, gate_rows()));
   project_messages(gx, ctx.w_ih[0], msgs, /*accumulate=*/false, arena);  // the GEMM adds to it
   ops::gemm(gx, ctx.input, Trans::N, ctx.w_ih[1], Trans::T, 1.0, 1.0);
   ops::bias_add(gx, store_->value(bias_ih_));
-  cell_forward(h_new, ctx, gx, memory, arena);
+  Tensor gh = arena.alloc(dtype, Shape(batch, gate_rows()));
+  project_messages(gh, store_->value(weight_hh_), bases, /*accumulate=*/false, arena);
+  ops::bias_add(gh, store_->value(bias_hh_));
+  cell_forward(h_new, ctx, gx, gh, memory, arena);
 }
 
 void RecurrentMemoryUpdater::cell_forward(const Tensor& h_new, MemoryUpdaterContext& ctx,
-                                          const Tensor& gx, const Tensor& memory,
+                                          const Tensor& gx, const Tensor& gh, const Tensor& memory,
                                           Arena& arena) const {
-  const int64_t batch = memory.dim(0);
-  const DType dtype = memory.dtype();
-  Tensor gh = arena.alloc(dtype, Shape(batch, gate_rows()));
-  ops::gemm(gh, memory, Trans::N, store_->value(weight_hh_), Trans::T);
-  ops::bias_add(gh, store_->value(bias_hh_));
   if (cell_ == RecurrentCell::gru) {
-    ctx.gates = arena.alloc(dtype, Shape(batch, 4 * hidden_));
+    ctx.gates = arena.alloc(memory.dtype(), Shape(memory.dim(0), 4 * hidden_));
     ops::gru_cell_forward(h_new, ctx.gates, gx, gh, memory);
   } else {
     ops::rnn_cell_forward(h_new, gx, gh);
@@ -89,36 +94,36 @@ void RecurrentMemoryUpdater::cell_forward(const Tensor& h_new, MemoryUpdaterCont
   ctx.h_new = h_new;
 }
 
-Tensor RecurrentMemoryUpdater::cell_backward(const Tensor& d_memory, const Tensor& dh_new,
-                                             const MemoryUpdaterContext& ctx, Arena& arena) const {
+std::array<Tensor, 2> RecurrentMemoryUpdater::cell_backward(const Tensor& dh_direct,
+                                                            const Tensor& dh_new,
+                                                            const MemoryUpdaterContext& ctx,
+                                                            Arena& arena) const {
   const int64_t batch = dh_new.dim(0);
   const DType dtype = dh_new.dtype();
   Tensor d_gx = arena.alloc(dtype, Shape(batch, gate_rows()));
   Tensor d_gh;
-  // The direct path of h into h_new (GRU only) goes straight into d_memory when wanted.
-  Tensor dh_direct;
   if (cell_ == RecurrentCell::gru) {
     d_gh = arena.alloc(dtype, Shape(batch, gate_rows()));
-    dh_direct = wanted(d_memory) ? d_memory : arena.alloc(dtype, Shape(batch, hidden_));
-    ops::gru_cell_backward(d_gx, d_gh, dh_direct, dh_new, ctx.gates, ctx.memory);
+    const Tensor direct = wanted(dh_direct) ? dh_direct : arena.alloc(dtype, Shape(batch, hidden_));
+    ops::gru_cell_backward(d_gx, d_gh, direct, dh_new, ctx.gates, ctx.memory);
   } else {
     ops::rnn_cell_backward(d_gx, dh_new, ctx.h_new);
     d_gh = d_gx;  // gx and gh enter the RNN cell as one sum
   }
   ops::bias_grad(store_->grad(bias_ih_), d_gx);
-  ops::gemm(store_->grad(weight_hh_), d_gh, Trans::T, ctx.memory, Trans::N, 1.0, 1.0);
   ops::bias_grad(store_->grad(bias_hh_), d_gh);
-  if (wanted(d_memory)) {
-    const double keep_direct = cell_ == RecurrentCell::gru ? 1.0 : 0.0;
-    ops::gemm(d_memory, d_gh, Trans::N, store_->value(weight_hh_), Trans::N, 1.0, keep_direct);
-  }
-  return d_gx;
+  return {d_gx, d_gh};
 }
 
 void RecurrentMemoryUpdater::backward(const Tensor& d_mail, const Tensor& d_memory,
                                       const Tensor& dh_new, const MemoryUpdaterContext& ctx,
                                       Arena& arena) const {
-  const Tensor d_gx = cell_backward(d_memory, dh_new, ctx, arena);
+  const auto [d_gx, d_gh] = cell_backward(d_memory, dh_new, ctx, arena);
+  ops::gemm(store_->grad(weight_hh_), d_gh, Trans::T, ctx.memory, Trans::N, 1.0, 1.0);
+  if (wanted(d_memory)) {  // the GRU's direct path is in d_memory already
+    const double keep_direct = cell_ == RecurrentCell::gru ? 1.0 : 0.0;
+    ops::gemm(d_memory, d_gh, Trans::N, store_->value(weight_hh_), Trans::N, 1.0, keep_direct);
+  }
   ops::gemm(store_->grad(weight_ih_), d_gx, Trans::T, ctx.input, Trans::N, 1.0, 1.0);
   // d_in [B, d_mail + d_time] = d_gx W_ih, for the parts that need it: the mail is stored
   // state and usually wants none; the encoding of its age feeds the time encoder.
@@ -131,11 +136,14 @@ void RecurrentMemoryUpdater::backward(const Tensor& d_mail, const Tensor& d_memo
 }
 
 void RecurrentMemoryUpdater::backward_copies(const Tensor& d_distinct, const Tensor& d_memory,
-                                             const Tensor& dh_new, const MemoryUpdaterContext& ctx,
-                                             Arena& arena) const {
-  DB_ASSERT(ctx.msgs.distinct.defined() && ctx.w_ih[0].defined(),
+                                             const Tensor& d_bases, const Tensor& dh_new,
+                                             const MemoryUpdaterContext& ctx, Arena& arena) const {
+  DB_ASSERT(ctx.msgs.distinct.defined() && ctx.bases.distinct.defined() && ctx.w_ih[0].defined(),
             "memory updater: backward_copies after a forward that was not forward_copies");
-  const Tensor d_gx = cell_backward(d_memory, dh_new, ctx, arena);
+  const auto [d_gx, d_gh] = cell_backward(d_memory, dh_new, ctx, arena);
+  if (cell_ == RecurrentCell::rnn && wanted(d_memory)) ops::fill(d_memory, 0.0);  // no direct path
+  project_messages_backward(d_bases, store_->grad(weight_hh_), d_gh, store_->value(weight_hh_),
+                            ctx.bases, arena);
   const Tensor dw = store_->grad(weight_ih_);
   const std::array<Tensor, 2> dw_parts =
       detail::column_blocks(arena, dw, std::array<int64_t, 2>{mail_dim_, time_.dim()});

@@ -32,14 +32,16 @@ class MemoryPart {
   virtual void apply_detached(const Tensor& out, const Tensor& memory, const Tensor& mail,
                               const Tensor& dt, Arena& arena) const = 0;
   // The same with gradient for R refined copies (refine.start: updater): out [R, d_mem] from
-  // memory [R, d_mem], the copies' mails (msgs) and dt [R], keeping its own context (apart
-  // from forward's) for backward_start.
-  virtual void forward_start(const Tensor& out, const Tensor& memory, const CopyMessages& msgs,
-                             const Tensor& dt, Arena& arena) = 0;
-  // d_memory [R, d_mem] overwrites, d_distinct [D, d_mail] accumulates; parameter gradients
-  // accumulate.
-  virtual void backward_start(const Tensor& d_memory, const Tensor& d_distinct, const Tensor& d_out,
-                              Arena& arena) = 0;
+  // memory [R, d_mem] (whose distinct rows `bases` lists: one term per copy), the copies'
+  // mails (msgs) and dt [R], keeping its own context (apart from forward's) for
+  // backward_start.
+  virtual void forward_start(const Tensor& out, const Tensor& memory, const CopyMessages& bases,
+                             const CopyMessages& msgs, const Tensor& dt, Arena& arena) = 0;
+  // The memory's gradient is d_memory [R, d_mem] (overwrites) plus, spread over the copies,
+  // d_bases [B', d_mem] (accumulates); d_distinct [D, d_mail] accumulates; parameter
+  // gradients accumulate.
+  virtual void backward_start(const Tensor& d_memory, const Tensor& d_bases,
+                              const Tensor& d_distinct, const Tensor& d_out, Arena& arena) = 0;
 };
 
 class EmbeddingPart {

@@ -41,8 +41,15 @@ void Tgnn::refine(const Tensor& updated, const TgnnInputs& in, const MemoryRows&
   msg_self_ = in.msg_self, msg_other_ = in.msg_other;
   Tensor start = refine_s_;
   if (cfg_.refine_start == RefineStart::updater) {
+    // The copies' base rows, each once (the updater reads them through W_hh).
+    const int64_t nb = in.refine_bases.numel();
+    Tensor bases = arena.alloc(dtype, Shape(nb, d));
+    ops::gather_rows(bases, base, in.refine_bases);
+    refine_bases_ = in.refine_bases;
+    refine_rows_ = CopyMessages{bases, Tensor{}, in.refine_base_of, Tensor{}, r, true};
     start = arena.alloc(dtype, Shape(r, d));
-    memory_->forward_start(start, refine_s_, refine_msgs_, start_dt(in, rows, arena), arena);
+    memory_->forward_start(start, refine_s_, refine_rows_, refine_msgs_, start_dt(in, rows, arena),
+                           arena);
   }
   refiner_->forward(updated.rows(rows_, rows_ + r), refine_ctx_, start, refine_msgs_, in.refine_dt,
                     arena);
@@ -55,12 +62,15 @@ void Tgnn::refine_backward(const Tensor& d_updated, Arena& arena) {
   Tensor d_msg = arena.alloc(dtype, Shape(n, cfg_.d_mail()));
   ops::fill(d_msg, 0.0);
   refiner_->backward(d_s, d_msg, d_updated.rows(rows_, rows_ + r), refine_ctx_, arena);
+  const Tensor d_base = d_updated.rows(0, rows_);
   if (cfg_.refine_start == RefineStart::updater) {  // through u = updater(s, m)
     const Tensor d_u = d_s;
     d_s = arena.alloc(dtype, Shape(r, d));
-    memory_->backward_start(d_s, d_msg, d_u, arena);
+    Tensor d_bases = arena.alloc(dtype, refine_rows_.distinct.shape());
+    ops::fill(d_bases, 0.0);
+    memory_->backward_start(d_s, d_bases, d_msg, d_u, arena);
+    ops::scatter_add_rows(d_base, d_bases, refine_bases_);
   }
-  const Tensor d_base = d_updated.rows(0, rows_);
   ops::scatter_add_rows(d_base, d_s, refine_base_);
   // Edge features are data: their columns' gradient is dropped.
   Tensor d_self = arena.alloc(dtype, Shape(n, d)), d_other = arena.alloc(dtype, Shape(n, d));

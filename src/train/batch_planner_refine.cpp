@@ -63,6 +63,18 @@ void BatchPlanner::plan_refine(BatchPlan& p, int32_t micro_batches) {
                                  stream_.ts[static_cast<size_t>(p.events[start])]);
     p.refine_dt[static_cast<size_t>(c)] = read - p.refine.latest_time[static_cast<size_t>(c)];
   }
+  base_of_row_.assign(static_cast<size_t>(u), -1);
+  p.refine_base.clear();
+  p.refine_base_of.resize(static_cast<size_t>(copies));
+  for (int64_t c = 0; c < copies; ++c) {
+    const int32_t row = p.refine_row[static_cast<size_t>(c)];
+    int32_t& b = base_of_row_[static_cast<size_t>(row)];
+    if (b < 0) {
+      b = static_cast<int32_t>(p.refine_base.size());
+      p.refine_base.push_back(row);
+    }
+    p.refine_base_of[static_cast<size_t>(c)] = b;
+  }
   if (copies == 0) return;
   if (cfg_.refine_mail_dt) plan_refine_mail_dt(p);
   auto redirect = [&](int32_t& row, int32_t micro) {

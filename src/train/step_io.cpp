@@ -148,7 +148,13 @@ void BatchStager::stage_refine(StagedBatch& out, const BatchPlan& plan, StepAren
     msg_other_[at] = out.input_row(plan.writes.mail_other[mail]);
     msg_eid_[at] = plan.writes.mail_event[mail];
   }
+  const auto bases = static_cast<int64_t>(plan.refine_base.size());
+  refine_bases_.resize(static_cast<size_t>(bases));
+  for (int64_t b = 0; b < bases; ++b)
+    refine_bases_[static_cast<size_t>(b)] = out.input_row(plan.refine_base[static_cast<size_t>(b)]);
   in.refine_base = upload(arena.device(), refine_base_.data(), Shape(r));
+  in.refine_bases = upload(arena.device(), refine_bases_.data(), Shape(bases));
+  in.refine_base_of = upload(arena.device(), plan.refine_base_of.data(), Shape(r));
   in.refine_dt = times_in(dtype_, plan.refine_dt, arena);
   in.term_row = upload(arena.device(), rp.term_row.data(), Shape(t));
   in.term_msg = upload(arena.device(), rp.term_msg.data(), Shape(t));

@@ -153,12 +153,13 @@ void embedding(Sink& s, const model::TgnnConfig& c, int64_t roots, int64_t updat
     }
 }
 
-// The updater's start of R copies from T terms over D distinct messages (refine.start:
-// updater). The GRU / RNN reads the mail through W_ih's mail columns once per message and the
-// copies' memory and time encoding per copy; both input gradients are wanted. APAN spreads
+// The updater's start of R copies from T terms over D distinct messages and B' distinct base
+// rows (refine.start: updater). The GRU / RNN reads the mail through W_ih's mail columns once
+// per message, the memory through W_hh once per base row and the time encoding per copy;
+// both input gradients are wanted. APAN spreads
 // the mails over the copies and runs its attention over a mailbox of one.
 void updater_start(Sink& s, const model::TgnnConfig& c, int64_t r, int64_t t, int64_t msgs,
-                   double vb) {
+                   int64_t bases, double vb) {
   const int64_t d = c.d_mem, dm = c.d_mail(), tm = c.d_mem_time;
   if (c.memory == MemoryKind::transformer) {
     apan_memory(s, c, r, 1, true, vb);
@@ -169,8 +170,8 @@ void updater_start(Sink& s, const model::TgnnConfig& c, int64_t r, int64_t t, in
     return;
   }
   const int64_t g = (c.memory == MemoryKind::gru ? 3 : 1) * d;
-  s.f(r, g, tm), s.f(msgs, g, dm), s.f(r, g, d);
-  s.b(g, d, r), s.b(r, d, g);                                        // W_hh and the memory
+  s.f(msgs, g, dm), s.f(r, g, tm), s.f(bases, g, d);
+  s.b(g, d, bases), s.b(bases, d, g);                                // W_hh and the memory
   s.b(g, tm, r), s.b(g, dm, msgs), s.b(msgs, dm, g), s.b(r, tm, g);  // W_ih's parts
   const int64_t cell = c.memory == MemoryKind::gru ? 4 * d : 0;
   const double io =
@@ -262,7 +263,8 @@ void step_stage_work(StepStageWork& out, const WorkModel& wm, const StepWork& st
   if (step.refined_rows > 0) {
     Sink ref{at(Stage::refine), at(Stage::backward)};
     if (c.refine_start == model::RefineStart::updater)
-      updater_start(ref, c, step.refined_rows, step.refine_terms, step.refine_messages, vb);
+      updater_start(ref, c, step.refined_rows, step.refine_terms, step.refine_messages,
+                    step.refine_bases, vb);
     refiner(ref, c, step.refined_rows, step.refine_terms, step.refine_messages, wm.refine_mean, vb);
   }
   Sink emb{at(Stage::embed), at(Stage::backward)};

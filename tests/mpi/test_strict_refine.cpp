@@ -5,7 +5,8 @@
 // one single-device trainer runs each rank's slice (Trainer::step_loss, refinement included)
 // from the step-start state, the gradients are combined by event share, and the slices'
 // writes are applied in rank order (TGN writes no neighbour mails, so rank order is strict's
-// write order). f64, within 1e-10 at every step, TGN with 2 micro-batches per slice.
+// write order). f64, within 1e-10 at every step, TGN with 2 micro-batches per slice, for the
+// correction starting from the memory row (refine.start: identity) and from the updater.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -36,10 +37,13 @@ double* values(const Tensor& t) {
   return t.data<double>();
 }
 
-TEST(StrictRefine, SlicesRefineOnTheirOwnAsTheEmulationDoes) {
+class StrictRefine : public ::testing::TestWithParam<model::RefineStart> {};
+
+TEST_P(StrictRefine, SlicesRefineOnTheirOwnAsTheEmulationDoes) {
   dist::Communicator& comm = strict_world();
   if (comm.size() < 2) GTEST_SKIP() << "needs 2 or more ranks";
   TrainerConfig cfg;
+  cfg.model.refine_start = GetParam();
   cfg.dtype = DType::f64;
   cfg.batch_size = 200;
   cfg.model.dropout = 0.1;
@@ -99,6 +103,14 @@ TEST(StrictRefine, SlicesRefineOnTheirOwnAsTheEmulationDoes) {
   }
   EXPECT_GT(refined, 0) << "no row was refined";
 }
+
+INSTANTIATE_TEST_SUITE_P(Starts, StrictRefine,
+                         ::testing::Values(model::RefineStart::identity,
+                                           model::RefineStart::updater),
+                         [](const auto& info) {
+                           return info.param == model::RefineStart::updater ? "updater"
+                                                                            : "identity";
+                         });
 
 }  // namespace
 }  // namespace depbloom::train

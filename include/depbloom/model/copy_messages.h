@@ -15,7 +15,7 @@ namespace depbloom::model {
 
 struct CopyMessages {
   Tensor distinct;     // [D, d_msg]
-  Tensor row;          // [T] i32 copy in [0, copies)
+  Tensor row;          // [T] i32 copy in [0, copies); may be undefined with one_per_copy
   Tensor msg;          // [T] i32 distinct message in [0, D)
   Tensor weight;       // [T] (distinct's dtype); undefined: every weight is 1
   int64_t copies = 0;  // R
@@ -23,7 +23,7 @@ struct CopyMessages {
   // gather and collecting a scatter-add, with no pass over the terms in between.
   bool one_per_copy = false;
 
-  int64_t terms() const { return row.defined() ? row.numel() : 0; }
+  int64_t terms() const { return one_per_copy ? copies : row.defined() ? row.numel() : 0; }
 };
 
 // out [R, N] = each copy's weighted sum of the rows of per_msg [D, N] its terms name, or +=

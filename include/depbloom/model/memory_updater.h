@@ -23,8 +23,8 @@ struct MemoryUpdaterContext {
   Tensor memory;  // [B, H], the previous memory (caller keeps it alive)
   Tensor gates;   // [B, 4H] GRU gates (r, z, n, gh_n); unused for the RNN
   Tensor h_new;   // [B, H], the output (RNN backward reads it)
-  // forward_copies only: the copies' messages and W_ih's (mail, time) column blocks.
-  CopyMessages msgs;
+  // forward_copies only: the copies' messages and base rows, W_ih's (mail, time) blocks.
+  CopyMessages msgs, bases;
   std::array<Tensor, 2> w_ih;
 };
 
@@ -45,13 +45,16 @@ class RecurrentMemoryUpdater {
   void backward(const Tensor& d_mail, const Tensor& d_memory, const Tensor& dh_new,
                 const MemoryUpdaterContext& ctx, Arena& arena) const;
   // The same for B refined copies whose mails are CopyMessages (msgs.copies == B): the mail
-  // reaches the cell through W_ih's mail columns once per distinct message. Equal to forward
-  // on the spread mails, up to rounding.
+  // reaches the cell through W_ih's mail columns once per distinct message, and the memory
+  // through W_hh once per distinct base row (bases: one term per copy over [B', H], the
+  // distinct rows of memory [B, H]). Equal to forward on the spread mails, up to rounding.
   void forward_copies(const Tensor& h_new, MemoryUpdaterContext& ctx, const CopyMessages& msgs,
-                      const Tensor& mail_dt, const Tensor& memory, Arena& arena) const;
-  // d_distinct [D, d_mail] accumulates, d_memory [B, H] overwrites; both optional.
-  void backward_copies(const Tensor& d_distinct, const Tensor& d_memory, const Tensor& dh_new,
-                       const MemoryUpdaterContext& ctx, Arena& arena) const;
+                      const Tensor& mail_dt, const Tensor& memory, const CopyMessages& bases,
+                      Arena& arena) const;
+  // d_distinct [D, d_mail] and d_bases [B', H] (the W_hh path) accumulate; d_memory [B, H]
+  // (the direct path, GRU; zero for the RNN) overwrites; d_distinct and d_memory optional.
+  void backward_copies(const Tensor& d_distinct, const Tensor& d_memory, const Tensor& d_bases,
+                       const Tensor& dh_new, const MemoryUpdaterContext& ctx, Arena& arena) const;
 
   RecurrentCell cell() const { return cell_; }
   int64_t memory_dim() const { return hidden_; }
@@ -59,12 +62,14 @@ class RecurrentMemoryUpdater {
 
  private:
   int64_t gate_rows() const { return (cell_ == RecurrentCell::gru ? 3 : 1) * hidden_; }
-  // h_new from gx [B, G*H] (bias included) and memory: W_hh's GEMM and the cell.
+  // h_new from gx and gh [B, G*H] (biases included) and memory: the cell.
   void cell_forward(const Tensor& h_new, MemoryUpdaterContext& ctx, const Tensor& gx,
-                    const Tensor& memory, Arena& arena) const;
-  // Returns d_gx [B, G*H]; W_hh's and b_ih's gradients accumulate, d_memory overwrites.
-  Tensor cell_backward(const Tensor& d_memory, const Tensor& dh_new,
-                       const MemoryUpdaterContext& ctx, Arena& arena) const;
+                    const Tensor& gh, const Tensor& memory, Arena& arena) const;
+  // Returns (d_gx, d_gh) [B, G*H] (one tensor for the RNN); the GRU's direct path of the
+  // memory goes into dh_direct (overwrite; Tensor{}: scratch); both biases' gradients
+  // accumulate. The W_hh and W_ih GEMMs are the caller's.
+  std::array<Tensor, 2> cell_backward(const Tensor& dh_direct, const Tensor& dh_new,
+                                      const MemoryUpdaterContext& ctx, Arena& arena) const;
 
   const ParameterStore* store_;
   RecurrentCell cell_;

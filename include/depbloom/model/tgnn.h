@@ -48,10 +48,13 @@ struct TgnnInputs {
   // distinct messages are the mails the write-back builds: message i is [updated[msg_self[i]]
   // || updated[msg_other[i]] || edge_feat[msg_eid[i]]].
   Tensor refine_base;  // [R] i32 input row in [0, U)
-  Tensor refine_dt;    // [R] the read's time - the latest earlier in-batch event's (state dtype)
-  Tensor term_row;     // [T] i32 copy in [0, R)
-  Tensor term_msg;     // [T] i32 message in [0, D)
-  Tensor term_weight;  // [T] (state dtype), undefined: every weight is 1
+  // The distinct rows among refine_base (first-copy order) and each copy's index among them.
+  Tensor refine_bases;    // [B'] i32 input row in [0, U)
+  Tensor refine_base_of;  // [R] i32 in [0, B')
+  Tensor refine_dt;       // [R] the read's time - the latest earlier in-batch event's (state dtype)
+  Tensor term_row;        // [T] i32 copy in [0, R)
+  Tensor term_msg;        // [T] i32 message in [0, D)
+  Tensor term_weight;     // [T] (state dtype), undefined: every weight is 1
   bool term_one_per_copy = false;  // T = R, term t is copy t's only term, weight 1 (`last`)
   Tensor msg_self, msg_other;      // [D] i32 input rows in [0, U)
   Tensor msg_eid;                  // [D] i64 edge feature row (with edge features)
@@ -149,8 +152,8 @@ class Tgnn {
   std::unique_ptr<MemoryRefiner> refiner_;
   MemoryRefinerContext refine_ctx_;
   int64_t refined_ = 0;
-  Tensor refine_s_, refine_base_, msg_self_, msg_other_;
-  CopyMessages refine_msgs_;
+  Tensor refine_s_, refine_base_, refine_bases_, msg_self_, msg_other_;
+  CopyMessages refine_msgs_, refine_rows_;
   // The coherence loss's last forward: its copies and s' - target.
   int64_t coherence_rows_ = 0;
   Tensor coherence_copy_, coherence_diff_;

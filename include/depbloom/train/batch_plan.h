@@ -84,6 +84,11 @@ struct BatchPlan {
   RefinePlan refine;
   std::vector<int32_t> refine_row;  // [R] memory row
   std::vector<double> refine_dt;    // [R] read time - the latest earlier event's time (>= 0)
+  // The distinct rows among refine_row in the order of their first copy, and each copy's
+  // (rows read by several micro-batches have several copies; the updater start reads each
+  // base row's memory through W_hh once).
+  std::vector<int32_t> refine_base;     // [B'] memory row
+  std::vector<int32_t> refine_base_of;  // [R] in [0, B')
   // With PlanConfig::refine_mail_dt (else empty): the age the updater reads copy c's message
   // with as of the latest earlier event, its time minus the previous earlier event's, or its
   // time where refine_first[c] is 1 (the caller subtracts the node's last update).
@@ -157,6 +162,7 @@ class BatchPlanner {
   // reads) and (row * m + micro-batch) -> request, or -1.
   std::unique_ptr<RefinePlanner> refine_planner_;
   std::vector<int32_t> micro_of_event_, req_node_, req_micro_, req_row_, req_copy_, pair_req_;
+  std::vector<int32_t> base_of_row_;  // [U] a memory row's index in refine_base, -1: none yet
 };
 
 }  // namespace depbloom::train

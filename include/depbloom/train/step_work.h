@@ -34,6 +34,7 @@ struct StepWork {
   int64_t refined_rows = 0;     // R refined copies
   int64_t refine_terms = 0;     // T aggregated messages
   int64_t refine_messages = 0;  // D distinct messages among them
+  int64_t refine_bases = 0;     // B' distinct memory rows the copies correct
   int64_t sampled_slots = 0;    // neighbour slots over every sampled hop
   int64_t written_rows = 0;     // memory rows the write-back writes
   int64_t written_mails = 0;    // mails it writes

@@ -140,6 +140,7 @@ TEST_F(CopyMessagesTest, OneTermPerCopyEqualsTheGeneralPath) {
   CopyMessages general{distinct, ident, pick, Tensor{}, kCopies, false};
   CopyMessages fast = general;
   fast.one_per_copy = true;
+  fast.row = Tensor{};  // the fast path needs no copy index
   OwnedTensor base = random_tensor(Shape(kCopies, kWidth), 9);
   for (bool accumulate : {false, true}) {
     OwnedTensor a(DType::f64, base.shape()), b(DType::f64, base.shape());
@@ -169,8 +170,11 @@ TEST_F(CopyMessagesTest, OneTermPerCopyEqualsTheGeneralPath) {
   EXPECT_ANY_THROW(spread_to_copies(base, distinct, bad, false, arena));
 }
 
-// The updater on copies equals its ordinary forward on the spread mails, and so do all of its
-// gradients (d_distinct against the collected d_mail), for both cells.
+// The updater on copies equals its ordinary forward on the spread mails and the copies'
+// memories, and so do all of its gradients (d_distinct against the collected d_mail; per base
+// row, the memory's gradient against the copies' direct paths plus the W_hh path), for both
+// cells. Copies 0 and 2 share
+// a base row, and so do 1 and 5.
 class UpdaterCopiesTest : public CopyMessagesTest,
                           public ::testing::WithParamInterface<RecurrentCell> {};
 
@@ -180,7 +184,13 @@ TEST_P(UpdaterCopiesTest, EqualsTheUpdaterOnTheSpreadMails) {
   RecurrentMemoryUpdater layer(store, "updater", GetParam(), kWidth, time_dim, hidden);
   store.finalize();
   store.initialize(9);
-  OwnedTensor memory = random_tensor(Shape(kCopies, hidden), 6);
+  OwnedTensor base_rows = random_tensor(Shape(4, hidden), 6);
+  OwnedTensor base_of(DType::i32, Shape(kCopies));
+  const int32_t base_of_v[kCopies] = {0, 1, 0, 2, 3, 1};
+  std::memcpy(base_of.data<int32_t>(), base_of_v, sizeof(base_of_v));
+  const CopyMessages bases{base_rows, Tensor{}, base_of, Tensor{}, kCopies, true};
+  OwnedTensor memory(DType::f64, Shape(kCopies, hidden));
+  spread_to_copies(memory, base_rows, bases, /*accumulate=*/false, arena);
   OwnedTensor dt = random_tensor(Shape(kCopies), 7, 0.1, 5.0);
   OwnedTensor mail = OwnedTensor::zeros(DType::f64, Shape(kCopies, kWidth));
   const CopyMessages msgs = messages(true);
@@ -189,7 +199,7 @@ TEST_P(UpdaterCopiesTest, EqualsTheUpdaterOnTheSpreadMails) {
   OwnedTensor plain(DType::f64, memory.shape()), copies(DType::f64, memory.shape());
   MemoryUpdaterContext plain_ctx, copies_ctx;
   layer.forward(plain, plain_ctx, mail, dt, memory, arena);
-  layer.forward_copies(copies, copies_ctx, msgs, dt, memory, arena);
+  layer.forward_copies(copies, copies_ctx, msgs, dt, memory, bases, arena);
   expect_close(values_of(copies), values_of(plain), "h_new");
 
   OwnedTensor d_out = random_tensor(memory.shape(), 8);
@@ -200,8 +210,13 @@ TEST_P(UpdaterCopiesTest, EqualsTheUpdaterOnTheSpreadMails) {
   const std::vector<double> grads_plain = values_of(store.grads());
   store.zero_grad();
   OwnedTensor d_distinct = OwnedTensor::zeros(DType::f64, distinct.shape());
-  layer.backward_copies(d_distinct, d_memory_copies, d_out, copies_ctx, arena);
-  expect_close(values_of(d_memory_copies), values_of(d_memory_plain), "d_memory");
+  OwnedTensor d_bases = OwnedTensor::zeros(DType::f64, base_rows.shape());
+  layer.backward_copies(d_distinct, d_memory_copies, d_bases, d_out, copies_ctx, arena);
+  // Per base row: the copies' direct paths plus the W_hh path equal the plain gradients' sum.
+  OwnedTensor want_bases = OwnedTensor::zeros(DType::f64, base_rows.shape());
+  collect_to_messages(want_bases, d_memory_plain, bases, arena);
+  collect_to_messages(d_bases, d_memory_copies, bases, arena);
+  expect_close(values_of(d_bases), values_of(want_bases), "d_memory per base row");
   expect_close(values_of(store.grads()), grads_plain, "parameter gradients");
   OwnedTensor collected = OwnedTensor::zeros(DType::f64, distinct.shape());
   collect_to_messages(collected, d_mail, msgs, arena);
