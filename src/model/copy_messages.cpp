@@ -19,9 +19,8 @@ void expect_messages(const char* what, const Tensor& per_msg, const Tensor& per_
                 (!msgs.weight.defined() || msgs.weight.numel() == msgs.terms()),
             "{}: {} terms with message indices {} and weights {}", what, msgs.terms(),
             msgs.msg.str(), msgs.weight.str());
-  DB_ASSERT(!msgs.one_per_copy || (msgs.terms() == msgs.copies && !msgs.weight.defined()),
-            "{}: one term per copy needs {} unweighted terms, got {} (weights {})", what,
-            msgs.copies, msgs.terms(), msgs.weight.str());
+  DB_ASSERT(!msgs.one_per_copy || !msgs.weight.defined(),
+            "{}: one term per copy takes no weights, got {}", what, msgs.weight.str());
 }
 
 }  // namespace

@@ -63,20 +63,9 @@ void BatchPlanner::plan_refine(BatchPlan& p, int32_t micro_batches) {
                                  stream_.ts[static_cast<size_t>(p.events[start])]);
     p.refine_dt[static_cast<size_t>(c)] = read - p.refine.latest_time[static_cast<size_t>(c)];
   }
-  base_of_row_.assign(static_cast<size_t>(u), -1);
-  p.refine_base.clear();
-  p.refine_base_of.resize(static_cast<size_t>(copies));
-  for (int64_t c = 0; c < copies; ++c) {
-    const int32_t row = p.refine_row[static_cast<size_t>(c)];
-    int32_t& b = base_of_row_[static_cast<size_t>(row)];
-    if (b < 0) {
-      b = static_cast<int32_t>(p.refine_base.size());
-      p.refine_base.push_back(row);
-    }
-    p.refine_base_of[static_cast<size_t>(c)] = b;
-  }
   if (copies == 0) return;
   if (cfg_.refine_mail_dt) plan_refine_mail_dt(p);
+  if (cfg_.refine_bases) plan_refine_bases(p);
   auto redirect = [&](int32_t& row, int32_t micro) {
     const int32_t c =
         req_copy_[static_cast<size_t>(pair_req_[static_cast<size_t>(row * m + micro)])];
@@ -166,6 +155,21 @@ void BatchPlanner::plan_coherence(BatchPlan& p, uint64_t seed, double sample) co
       p.coherence_dt.push_back(dt);
     }
     if (active > 0) p.coherence_round.push_back(static_cast<int64_t>(p.coherence_mail.size()));
+  }
+}
+
+// Each copy's base row among the distinct ones, listed in the order of their first copy.
+void BatchPlanner::plan_refine_bases(BatchPlan& p) {
+  base_of_row_.assign(static_cast<size_t>(p.memory_rows()), -1);
+  p.refine_base.clear();
+  p.refine_base_of.resize(p.refine_row.size());
+  for (size_t c = 0; c < p.refine_row.size(); ++c) {
+    int32_t& b = base_of_row_[static_cast<size_t>(p.refine_row[c])];
+    if (b < 0) {
+      b = static_cast<int32_t>(p.refine_base.size());
+      p.refine_base.push_back(p.refine_row[c]);
+    }
+    p.refine_base_of[c] = b;
   }
 }
 

@@ -163,9 +163,8 @@ void BatchStager::stage_refine(StagedBatch& out, const BatchPlan& plan, StepAren
   in.msg_eid = upload(arena.device(), msg_eid_.data(), Shape(n));
   if (cfg_.refine_aggregate == RefineAggregate::mean)
     in.term_weight = times_in(dtype_, rp.term_weight, arena);
-  in.term_one_per_copy = !in.term_weight.defined() && t == r;
-  for (int64_t i = 0; i < t && in.term_one_per_copy; ++i)
-    in.term_one_per_copy = rp.term_row[static_cast<size_t>(i)] == i;
+  // `last` plans copy c's one term as term c (RefinePlan); CopyMessages checks T = R.
+  in.term_one_per_copy = cfg_.refine_aggregate == RefineAggregate::last;
   if (!plan.refine_mail_dt.empty()) {
     in.refine_mail_dt = times_in(dtype_, plan.refine_mail_dt, arena);
     in.refine_first = times_in(dtype_, plan.refine_first, arena);

@@ -156,8 +156,8 @@ void embedding(Sink& s, const model::TgnnConfig& c, int64_t roots, int64_t updat
 // The updater's start of R copies from T terms over D distinct messages and B' distinct base
 // rows (refine.start: updater). The GRU / RNN reads the mail through W_ih's mail columns once
 // per message, the memory through W_hh once per base row and the time encoding per copy;
-// both input gradients are wanted. APAN spreads
-// the mails over the copies and runs its attention over a mailbox of one.
+// both input gradients are wanted. APAN spreads the mails over the copies and runs its
+// attention over a mailbox of one.
 void updater_start(Sink& s, const model::TgnnConfig& c, int64_t r, int64_t t, int64_t msgs,
                    int64_t bases, double vb) {
   const int64_t d = c.d_mem, dm = c.d_mail(), tm = c.d_mem_time;

@@ -37,6 +37,7 @@ PlanConfig plan_config(const TrainerConfig& cfg) {
   pc.skip_empty_mailbox = m.skip_empty_mailbox;
   pc.refine_aggregate = cfg.refine_aggregate;
   pc.refine_mail_dt = m.refine_start == model::RefineStart::updater && m.mail_dt_at_event;
+  pc.refine_bases = m.refine_start == model::RefineStart::updater;
   return pc;
 }
 

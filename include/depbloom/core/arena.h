@@ -3,9 +3,9 @@
 // nothing: an overflow adds a chunk of half the capacity so far (or more), and reset() keeps
 // every chunk for the next step, which carves them in order. Nothing is freed and allocated
 // again, so memory is faulted in once, not at every new high-water mark (merging the chunks
-// into one bigger block would touch gigabytes afresh on a large refined step). A host arena may be
-// pinned; a device arena may name the pinned host arena that stages its uploads (backend/upload.h),
-// so that they need no host wait.
+// into one bigger block would touch gigabytes afresh on a large refined step). A host arena
+// may be pinned; a device arena may name the pinned host arena that stages its uploads
+// (backend/upload.h), so that they need no host wait.
 #pragma once
 
 #include <cstddef>

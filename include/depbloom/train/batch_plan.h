@@ -33,6 +33,8 @@ struct PlanConfig {
   RefineAggregate refine_aggregate = RefineAggregate::last;  // with several micro-batches
   // refine.start: updater with mail_dt_at_event: list each copy's message age (refine_mail_dt).
   bool refine_mail_dt = false;
+  // refine.start: updater: list the copies' distinct base rows (refine_base, refine_base_of).
+  bool refine_bases = false;
 
   // Hops the sampler fills: the embedding's, and one for neighbour delivery.
   int32_t sampled_hops() const { return hops > 0 ? hops : (deliver_to_neighbours ? 1 : 0); }
@@ -84,9 +86,9 @@ struct BatchPlan {
   RefinePlan refine;
   std::vector<int32_t> refine_row;  // [R] memory row
   std::vector<double> refine_dt;    // [R] read time - the latest earlier event's time (>= 0)
-  // The distinct rows among refine_row in the order of their first copy, and each copy's
-  // (rows read by several micro-batches have several copies; the updater start reads each
-  // base row's memory through W_hh once).
+  // With PlanConfig::refine_bases (else empty): the distinct rows among refine_row in the
+  // order of their first copy, and each copy's (rows read by several micro-batches have
+  // several copies; the updater start reads each base row's memory through W_hh once).
   std::vector<int32_t> refine_base;     // [B'] memory row
   std::vector<int32_t> refine_base_of;  // [R] in [0, B')
   // With PlanConfig::refine_mail_dt (else empty): the age the updater reads copy c's message
@@ -143,6 +145,7 @@ class BatchPlanner {
   void plan_writes(BatchPlan& p);
   void plan_refine(BatchPlan& p, int32_t micro_batches);    // after plan_writes
   void plan_refine_mail_dt(BatchPlan& p) const;             // in plan_refine
+  void plan_refine_bases(BatchPlan& p);                     // in plan_refine
   int32_t row_of(BatchPlan& p, int32_t node, double time);  // memory row, added if new
   void reserve_table(int64_t entries);
 

@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <map>
+#include <set>
 #include <vector>
 
 #include "depbloom/graph/neighbour_sampler.h"
@@ -123,6 +124,38 @@ TEST(BatchPlan, RefinedCopiesDtRunsFromTheLatestEarlierEventToTheRead) {
   EXPECT_EQ(node1_dt[0.0], (std::vector<double>{1, 2}));  // read at 12 and at 13
   EXPECT_EQ(node1_dt[1.0], (std::vector<double>{1}));     // read at 12
   EXPECT_EQ(node1_dt[3.0], (std::vector<double>{2}));     // its own time, 13
+}
+
+// The updater start's base rows (PlanConfig::refine_bases): each copy names its row among
+// the distinct ones, listed in first-copy order; row 1@10 (two copies, above) is listed once.
+// Without the option nothing is listed.
+TEST(BatchPlan, RefinedCopiesListTheirDistinctBaseRows) {
+  const data::EventStream stream = hand_stream();
+  const graph::TemporalCsr csr = graph::TemporalCsr::build(stream);
+  const graph::RecentSampler sampler(csr, 2, 1);
+  PlanConfig cfg;
+  cfg.hops = 1;
+  cfg.neighbours = 2;
+  const int64_t events[] = {1, 2, 3, 4};
+  const int32_t negatives[] = {4, 4, 4, 4};
+  BatchPlan p;
+  BatchPlanner(stream, cfg).plan_batch(p, events, 4, negatives, 1, 0, &sampler, 4);
+  ASSERT_GT(p.refined_rows(), 0);
+  EXPECT_TRUE(p.refine_base.empty() && p.refine_base_of.empty());
+  cfg.refine_bases = true;
+  BatchPlanner(stream, cfg).plan_batch(p, events, 4, negatives, 1, 0, &sampler, 4);
+  ASSERT_EQ(p.refine_base_of.size(), p.refine_row.size());
+  std::set<int32_t> distinct(p.refine_row.begin(), p.refine_row.end());
+  EXPECT_EQ(p.refine_base.size(), distinct.size());
+  EXPECT_LT(p.refine_base.size(), p.refine_row.size()) << "no base row has two copies";
+  int32_t next = 0;
+  for (size_t c = 0; c < p.refine_row.size(); ++c) {
+    const int32_t b = p.refine_base_of[c];
+    ASSERT_TRUE(b >= 0 && b < static_cast<int32_t>(p.refine_base.size())) << c;
+    EXPECT_EQ(p.refine_base[static_cast<size_t>(b)], p.refine_row[c]) << c;
+    EXPECT_LE(b, next) << "base rows out of first-copy order at copy " << c;
+    if (b == next) ++next;
+  }
 }
 
 TEST(BatchPlan, LookaheadPlansAreThePlansTheStepsRun) {
