@@ -100,18 +100,24 @@ TEST(BatchPlan, ListsTheRowsReadAndTheWritesOfAHandMadeStep) {
 // edge of event 0) is read as a neighbour of 0@12 (micro-batch 1, start 12) and of 0@13
 // (micro-batch 3, start 13); row 1@11 as a neighbour of 2@12 (micro-batch 2); row 1@13 as
 // event 4's destination.
-TEST(BatchPlan, RefinedCopiesDtRunsFromTheLatestEarlierEventToTheRead) {
-  const data::EventStream stream = hand_stream();
-  const graph::TemporalCsr csr = graph::TemporalCsr::build(stream);
-  const graph::RecentSampler sampler(csr, 2, 1);
+// Events 1..4 of the hand-made stream, one per micro-batch (4), negatives node 4.
+BatchPlan refined_hand_plan(bool refine_bases) {
+  static const data::EventStream stream = hand_stream();
+  static const graph::TemporalCsr csr = graph::TemporalCsr::build(stream);
+  static const graph::RecentSampler sampler(csr, 2, 1);
   PlanConfig cfg;
   cfg.hops = 1;
   cfg.neighbours = 2;
-  BatchPlanner planner(stream, cfg);
+  cfg.refine_bases = refine_bases;
   const int64_t events[] = {1, 2, 3, 4};
   const int32_t negatives[] = {4, 4, 4, 4};
   BatchPlan p;
-  planner.plan_batch(p, events, 4, negatives, 1, 0, &sampler, 4);
+  BatchPlanner(stream, cfg).plan_batch(p, events, 4, negatives, 1, 0, &sampler, 4);
+  return p;
+}
+
+TEST(BatchPlan, RefinedCopiesDtRunsFromTheLatestEarlierEventToTheRead) {
+  const BatchPlan p = refined_hand_plan(false);
   ASSERT_EQ(p.micro_bounds, (std::vector<int64_t>{0, 1, 2, 3, 4}));
   std::map<double, std::vector<double>> node1_dt;  // node 1's copies by row time (t0 = 10)
   for (int64_t c = 0; c < p.refined_rows(); ++c) {
@@ -130,20 +136,10 @@ TEST(BatchPlan, RefinedCopiesDtRunsFromTheLatestEarlierEventToTheRead) {
 // the distinct ones, listed in first-copy order; row 1@10 (two copies, above) is listed once.
 // Without the option nothing is listed.
 TEST(BatchPlan, RefinedCopiesListTheirDistinctBaseRows) {
-  const data::EventStream stream = hand_stream();
-  const graph::TemporalCsr csr = graph::TemporalCsr::build(stream);
-  const graph::RecentSampler sampler(csr, 2, 1);
-  PlanConfig cfg;
-  cfg.hops = 1;
-  cfg.neighbours = 2;
-  const int64_t events[] = {1, 2, 3, 4};
-  const int32_t negatives[] = {4, 4, 4, 4};
-  BatchPlan p;
-  BatchPlanner(stream, cfg).plan_batch(p, events, 4, negatives, 1, 0, &sampler, 4);
-  ASSERT_GT(p.refined_rows(), 0);
-  EXPECT_TRUE(p.refine_base.empty() && p.refine_base_of.empty());
-  cfg.refine_bases = true;
-  BatchPlanner(stream, cfg).plan_batch(p, events, 4, negatives, 1, 0, &sampler, 4);
+  const BatchPlan without = refined_hand_plan(false);
+  ASSERT_GT(without.refined_rows(), 0);
+  EXPECT_TRUE(without.refine_base.empty() && without.refine_base_of.empty());
+  const BatchPlan p = refined_hand_plan(true);
   ASSERT_EQ(p.refine_base_of.size(), p.refine_row.size());
   std::set<int32_t> distinct(p.refine_row.begin(), p.refine_row.end());
   EXPECT_EQ(p.refine_base.size(), distinct.size());
