@@ -60,7 +60,11 @@ void act_backward(Act act, const Tensor& dx, const Tensor& dy, const Tensor& y, 
     const T s = static_cast<T>(slope);
     switch (act) {
       case Act::relu:
-        map_elements(n, kCheapCost, [&](int64_t i) { pdx[i] = py[i] > T(0) ? pdy[i] : T(0); });
+        // Both loads unconditional: a select, which vectorises, instead of a guarded load.
+        map_elements(n, kCheapCost, [&](int64_t i) {
+          const T g = pdy[i];
+          pdx[i] = py[i] > T(0) ? g : T(0);
+        });
         break;
       case Act::leaky_relu:
         map_elements(n, kCheapCost,

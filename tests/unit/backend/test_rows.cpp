@@ -199,27 +199,38 @@ TEST(ScatterRowsDuplicates, CpuKeepsTheLastForOneTwoAndFourThreads) {
   omp_set_num_threads(saved);
 }
 
-// Many duplicates into few rows, so that a parallel split of the rows or of the indices
-// would show up as a different summation order.
+// Many duplicates into few rows (the CPU splits columns among threads) and into many (it
+// splits rows), so that a parallel split of the indices would show up as a different
+// summation order: the same bits as a plain loop in index order, for any thread count.
 TEST(ScatterAddRowsDeterminism, SameBitsForOneTwoAndFourThreads) {
-  Rand rng(500);
-  const int64_t N = 7, W = 33, n = 2000;
-  Guarded<float> src(Shape(n, W), rng.vec(n * W, -100.0, 100.0));
-  auto idx = index_tensor<int64_t>(make_index(rng, n, N));
-  auto init = rng.vec(N * W);
-  const int saved = omp_get_max_threads();
-  std::vector<std::vector<double>> results;
-  for (int threads : {1, 2, 4}) {
-    for (bool deterministic : {true, false}) {  // the CPU is always deterministic
-      omp_set_num_threads(threads);
-      Guarded<float> dst(Shape(N, W), init);
-      ops::scatter_add_rows(dst, src, idx, deterministic);
-      results.push_back(dst.values());
+  for (const int64_t N : {int64_t{7}, int64_t{300}}) {
+    SCOPED_TRACE(testing::Message() << N << " rows");
+    Rand rng(500 + static_cast<uint64_t>(N));
+    const int64_t W = 33, n = 4000;
+    Guarded<float> src(Shape(n, W), rng.vec(n * W, -100.0, 100.0));
+    const auto iv = make_index(rng, n, N);
+    auto idx = index_tensor<int64_t>(iv);
+    auto init = rng.vec(N * W);
+    std::vector<float> plain(init.begin(), init.end());
+    const auto sv = src.values();
+    for (int64_t i = 0; i < n; ++i)
+      for (int64_t w = 0; w < W && iv[i] >= 0; ++w)
+        plain[iv[i] * W + w] += static_cast<float>(sv[i * W + w]);
+    const int saved = omp_get_max_threads();
+    std::vector<std::vector<double>> results;
+    for (int threads : {1, 2, 4}) {
+      for (bool deterministic : {true, false}) {  // the CPU is always deterministic
+        omp_set_num_threads(threads);
+        Guarded<float> dst(Shape(N, W), init);
+        ops::scatter_add_rows(dst, src, idx, deterministic);
+        results.push_back(dst.values());
+      }
     }
+    omp_set_num_threads(saved);
+    EXPECT_TRUE(bitwise_equal(results[0], std::vector<double>(plain.begin(), plain.end())));
+    for (size_t i = 1; i < results.size(); ++i)
+      EXPECT_TRUE(bitwise_equal(results[0], results[i])) << "run " << i;
   }
-  omp_set_num_threads(saved);
-  for (size_t i = 1; i < results.size(); ++i)
-    EXPECT_TRUE(bitwise_equal(results[0], results[i])) << "run " << i;
 }
 
 // ---- concat / split ---------------------------------------------------------------------
