@@ -79,6 +79,7 @@ json work_json(const train::EpochWork& w) {
     sum.events += s.events, sum.memory_rows += s.memory_rows, sum.updated_rows += s.updated_rows;
     sum.refined_rows += s.refined_rows, sum.refine_terms += s.refine_terms;
     sum.refine_messages += s.refine_messages, sum.refine_bases += s.refine_bases;
+    sum.refine_gaps += s.refine_gaps;
     sum.sampled_slots += s.sampled_slots, sum.written_rows += s.written_rows;
     sum.written_mails += s.written_mails, sum.urgent_rows += s.urgent_rows;
   }
@@ -89,6 +90,7 @@ json work_json(const train::EpochWork& w) {
           {"refine_terms", sum.refine_terms},
           {"refine_messages", sum.refine_messages},
           {"refine_bases", sum.refine_bases},
+          {"refine_gaps", sum.refine_gaps},
           {"sampled_slots", sum.sampled_slots},
           {"written_rows", sum.written_rows},
           {"written_mails", sum.written_mails},

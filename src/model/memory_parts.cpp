@@ -32,7 +32,7 @@ class NoMemory final : public MemoryPart {
     DB_THROW(runtime, "tgnn: a model without memory has no updater to apply");
   }
   void forward_start(const Tensor&, const Tensor&, const CopyMessages&, const CopyMessages&,
-                     const Tensor&, Arena&) override {
+                     const CopyTimes&, Arena&) override {
     DB_THROW(runtime, "tgnn: a model without memory has no updater to apply");
   }
   void backward_start(const Tensor&, const Tensor&, const Tensor&, const Tensor&, Arena&) override {
@@ -76,7 +76,7 @@ class RecurrentMemory final : public MemoryPart {
   }
 
   void forward_start(const Tensor& out, const Tensor& memory, const CopyMessages& bases,
-                     const CopyMessages& msgs, const Tensor& dt, Arena& arena) override {
+                     const CopyMessages& msgs, const CopyTimes& dt, Arena& arena) override {
     updater_.forward_copies(out, start_ctx_, msgs, dt, memory, bases, arena);
   }
 
@@ -132,13 +132,20 @@ class AttentionMemory final : public MemoryPart {
   }
 
   // The same with gradient; the copies draw no dropout (they have no row counters of their
-  // own). The attention reads each copy's mail whole, so the mails are spread out first.
+  // own). The attention reads each copy's mail and age whole, so both are spread out first.
   void forward_start(const Tensor& out, const Tensor& memory, const CopyMessages&,
-                     const CopyMessages& msgs, const Tensor& dt, Arena& arena) override {
+                     const CopyMessages& msgs, const CopyTimes& dt, Arena& arena) override {
     start_msgs_ = msgs;
-    Tensor mail = arena.alloc(out.dtype(), Shape(msgs.copies, cfg_.d_mail()));
+    const int64_t r = msgs.copies;
+    Tensor mail = arena.alloc(out.dtype(), Shape(r, cfg_.d_mail()));
     spread_to_copies(mail, msgs.distinct, msgs, /*accumulate=*/false, arena);
-    apply_one(out, start_ctx_, memory, mail, dt, arena);
+    Tensor copy_dt = dt.distinct;
+    if (dt.of.defined()) {
+      copy_dt = arena.alloc(out.dtype(), Shape(r));
+      ops::gather_rows(copy_dt.reshape(Shape(r, 1)),
+                       dt.distinct.reshape(Shape(dt.distinct.numel(), 1)), dt.of);
+    }
+    apply_one(out, start_ctx_, memory, mail, copy_dt, arena);
   }
 
   void backward_start(const Tensor& d_memory, const Tensor&, const Tensor& d_distinct,

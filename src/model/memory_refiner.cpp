@@ -1,7 +1,8 @@
 // The refiner from existing ops only (time encoding, split/concat, gather/scatter, gemm, bias,
 // sigmoid, relu, mul, axpy), so the CUDA backend runs it through the same op interface as the
 // CPU. The gate and fc1 read x = [s || m || enc(dt)] part by part through their weights'
-// column blocks: x is never built, and m's part is projected once per distinct message.
+// column blocks: x is never built, m's part is projected once per distinct message and
+// enc(dt)'s once per distinct gap.
 #include "depbloom/model/memory_refiner.h"
 
 #include "depbloom/backend/ops.h"
@@ -15,29 +16,27 @@ using ops::Act;
 using ops::Trans;
 using Blocks = std::array<Tensor, 3>;
 
-// y [R, N] = s W_s^T + enc W_t^T + b + (each copy's message) W_m^T, with w = (W_s, W_m, W_t).
+// y [R, N] = s W_s^T + (each copy's message) W_m^T + (each copy's enc(dt)) W_t^T + b, with
+// w = (W_s, W_m, W_t).
 void parts_forward(const Tensor& y, const Blocks& w, const Tensor& b, const Tensor& s,
-                   const CopyMessages& msgs, const Tensor& encoded, Arena& arena) {
-  project_messages(y, w[1], msgs, /*accumulate=*/false, arena);  // first: the GEMMs add to it
+                   const MemoryRefinerContext& ctx, Arena& arena) {
+  project_messages(y, w[1], ctx.msgs, /*accumulate=*/false, arena);  // first: the rest adds
   ops::gemm(y, s, Trans::N, w[0], Trans::T, 1.0, 1.0);
-  ops::gemm(y, encoded, Trans::N, w[2], Trans::T, 1.0, 1.0);
-  ops::bias_add(y, b);
+  project_messages(y, w[2], ctx.times, /*accumulate=*/true, arena, b);  // b once per gap
 }
 
 // Its backward from dy [R, N]: dw [N, in] and db accumulate, and so do d_s (when wanted),
-// d_encoded and d_distinct (when wanted).
+// d_encoded [Dt, time_dim] and d_distinct (when wanted).
 void parts_backward(const Tensor& d_s, const Tensor& d_encoded, const Tensor& d_distinct,
                     const Tensor& dw, const Tensor& db, const Tensor& dy, const Blocks& w,
                     const MemoryRefinerContext& ctx, Arena& arena) {
   const std::array<int64_t, 3> widths = {w[0].dim(1), w[1].dim(1), w[2].dim(1)};
   const Blocks dw_parts = detail::column_blocks(arena, dw, widths);
   ops::gemm(dw_parts[0], dy, Trans::T, ctx.s, Trans::N, 1.0, 1.0);
-  ops::gemm(dw_parts[2], dy, Trans::T, ctx.encoded, Trans::N, 1.0, 1.0);
+  project_messages_backward(d_encoded, dw_parts[2], dy, w[2], ctx.times, arena, db);
   project_messages_backward(d_distinct, dw_parts[1], dy, w[1], ctx.msgs, arena);
   detail::join_column_blocks(dw, dw_parts);
-  ops::bias_grad(db, dy);
   if (wanted(d_s)) ops::gemm(d_s, dy, Trans::N, w[0], Trans::N, 1.0, 1.0);
-  ops::gemm(d_encoded, dy, Trans::N, w[2], Trans::N, 1.0, 1.0);
 }
 
 }  // namespace
@@ -58,7 +57,7 @@ MemoryRefiner::MemoryRefiner(ParameterStore& store, const std::string& name, int
 }
 
 void MemoryRefiner::forward(const Tensor& out, MemoryRefinerContext& ctx, const Tensor& s,
-                            const CopyMessages& msgs, const Tensor& dt, Arena& arena) const {
+                            const CopyMessages& msgs, const CopyTimes& dt, Arena& arena) const {
   const char* layer = "memory refiner";
   DB_ASSERT(s.defined() && s.rank() == 2, "{}: s is {}, expected [R, {}]", layer, s.str(),
             memory_dim_);
@@ -69,23 +68,25 @@ void MemoryRefiner::forward(const Tensor& out, MemoryRefinerContext& ctx, const 
             msgs.distinct.str(), rows);
   detail::expect_float_like(layer, "distinct messages", msgs.distinct, s,
                             Shape(msgs.distinct.dim(0), message_dim_));
-  detail::expect_float_like(layer, "dt", dt, s, Shape(rows));
+  DB_ASSERT(dt.copies() == rows && dt.distinct.defined(),
+            "{}: gaps for {} copies with distinct {}, expected {} copies", layer, dt.copies(),
+            dt.distinct.str(), rows);
+  detail::expect_float_like(layer, "dt", dt.distinct, s, Shape(dt.distinct.numel()));
   detail::expect_float_like(layer, "out", out, s, Shape(rows, memory_dim_));
   ctx = MemoryRefinerContext{};
   if (rows == 0) return;
   const DType dtype = s.dtype();
   ctx.s = s, ctx.msgs = msgs;
-  ctx.encoded = arena.alloc(dtype, Shape(rows, time_.dim()));
-  time_.forward(ctx.encoded, ctx.time, dt);
+  ctx.times = encode_times(time_, ctx.time, dt, arena);
   const std::array<int64_t, 3> widths = {memory_dim_, message_dim_, time_.dim()};
   ctx.gate_w = detail::column_blocks(arena, store_->value(gate_.weight()), widths);
   ctx.fc1_w = detail::column_blocks(arena, store_->value(fc1_.weight()), widths);
 
   ctx.g = arena.alloc(dtype, Shape(rows, memory_dim_));
-  parts_forward(ctx.g, ctx.gate_w, store_->value(gate_.bias()), s, msgs, ctx.encoded, arena);
+  parts_forward(ctx.g, ctx.gate_w, store_->value(gate_.bias()), s, ctx, arena);
   ops::act_forward(Act::sigmoid, ctx.g, ctx.g);
   ctx.h = arena.alloc(dtype, Shape(rows, hidden_));
-  parts_forward(ctx.h, ctx.fc1_w, store_->value(fc1_.bias()), s, msgs, ctx.encoded, arena);
+  parts_forward(ctx.h, ctx.fc1_w, store_->value(fc1_.bias()), s, ctx, arena);
   ops::act_forward(Act::relu, ctx.h, ctx.h);
   ctx.f = arena.alloc(dtype, Shape(rows, memory_dim_));
   fc2_.forward(ctx.f, ctx.fc2, ctx.h);
@@ -118,7 +119,7 @@ void MemoryRefiner::backward(const Tensor& d_s, const Tensor& d_distinct, const 
 
   // d_s starts from the residual's direct path; both branches add their parts of dx.
   if (wanted(d_s)) ops::copy(d_s, d_out);
-  Tensor d_encoded = arena.alloc(dtype, Shape(rows, time_.dim()));
+  Tensor d_encoded = arena.alloc(dtype, ctx.times.distinct.shape());
   ops::fill(d_encoded, 0.0);
   parts_backward(d_s, d_encoded, d_distinct, store_->grad(gate_.weight()),
                  store_->grad(gate_.bias()), d_gate, ctx.gate_w, ctx, arena);

@@ -53,7 +53,7 @@ void RecurrentMemoryUpdater::forward(const Tensor& h_new, MemoryUpdaterContext& 
 }
 
 void RecurrentMemoryUpdater::forward_copies(const Tensor& h_new, MemoryUpdaterContext& ctx,
-                                            const CopyMessages& msgs, const Tensor& mail_dt,
+                                            const CopyMessages& msgs, const CopyTimes& mail_dt,
                                             const Tensor& memory, const CopyMessages& bases,
                                             Arena& arena) const {
   const int64_t batch = memory.dim(0);
@@ -61,23 +61,23 @@ void RecurrentMemoryUpdater::forward_copies(const Tensor& h_new, MemoryUpdaterCo
   DB_ASSERT(memory.rank() == 2 && memory.dim(1) == hidden_ && msgs.copies == batch &&
                 msgs.distinct.rank() == 2 && msgs.distinct.dim(1) == mail_dim_ &&
                 bases.copies == batch && bases.distinct.rank() == 2 &&
-                bases.distinct.dim(1) == hidden_,
-            "memory updater: {} copies' messages {}, memory {} and base rows {} do not match "
-            "[D, {}], [B, {}] and [B', {}]",
-            msgs.copies, msgs.distinct.str(), memory.str(), bases.distinct.str(), mail_dim_,
-            hidden_, hidden_);
-  ctx.input = arena.alloc(dtype, Shape(batch, time_.dim()));
-  time_.forward(ctx.input, ctx.time, mail_dt);
+                bases.distinct.dim(1) == hidden_ && mail_dt.copies() == batch,
+            "memory updater: {} copies' messages {}, memory {}, base rows {} and {} ages do not "
+            "match [D, {}], [B, {}], [B', {}] and B",
+            msgs.copies, msgs.distinct.str(), memory.str(), bases.distinct.str(), mail_dt.copies(),
+            mail_dim_, hidden_, hidden_);
+  ctx.input = Tensor{};
+  ctx.times = encode_times(time_, ctx.time, mail_dt, arena);
   ctx.msgs = msgs, ctx.bases = bases;
   ctx.w_ih = detail::column_blocks(arena, store_->value(weight_ih_),
                                    std::array<int64_t, 2>{mail_dim_, time_.dim()});
   Tensor gx = arena.alloc(dtype, Shape(batch, gate_rows()));
-  project_messages(gx, ctx.w_ih[0], msgs, /*accumulate=*/false, arena);  // the GEMM adds to it
-  ops::gemm(gx, ctx.input, Trans::N, ctx.w_ih[1], Trans::T, 1.0, 1.0);
-  ops::bias_add(gx, store_->value(bias_ih_));
+  // The biases go to the distinct rows: b_ih with the ages, b_hh with the base rows.
+  project_messages(gx, ctx.w_ih[0], msgs, /*accumulate=*/false, arena);  // the rest adds to it
+  project_messages(gx, ctx.w_ih[1], ctx.times, /*accumulate=*/true, arena, store_->value(bias_ih_));
   Tensor gh = arena.alloc(dtype, Shape(batch, gate_rows()));
-  project_messages(gh, store_->value(weight_hh_), bases, /*accumulate=*/false, arena);
-  ops::bias_add(gh, store_->value(bias_hh_));
+  project_messages(gh, store_->value(weight_hh_), bases, /*accumulate=*/false, arena,
+                   store_->value(bias_hh_));
   cell_forward(h_new, ctx, gx, gh, memory, arena);
 }
 
@@ -110,8 +110,6 @@ std::array<Tensor, 2> RecurrentMemoryUpdater::cell_backward(const Tensor& dh_dir
     ops::rnn_cell_backward(d_gx, dh_new, ctx.h_new);
     d_gh = d_gx;  // gx and gh enter the RNN cell as one sum
   }
-  ops::bias_grad(store_->grad(bias_ih_), d_gx);
-  ops::bias_grad(store_->grad(bias_hh_), d_gh);
   return {d_gx, d_gh};
 }
 
@@ -119,6 +117,8 @@ void RecurrentMemoryUpdater::backward(const Tensor& d_mail, const Tensor& d_memo
                                       const Tensor& dh_new, const MemoryUpdaterContext& ctx,
                                       Arena& arena) const {
   const auto [d_gx, d_gh] = cell_backward(d_memory, dh_new, ctx, arena);
+  ops::bias_grad(store_->grad(bias_ih_), d_gx);
+  ops::bias_grad(store_->grad(bias_hh_), d_gh);
   ops::gemm(store_->grad(weight_hh_), d_gh, Trans::T, ctx.memory, Trans::N, 1.0, 1.0);
   if (wanted(d_memory)) {  // the GRU's direct path is in d_memory already
     const double keep_direct = cell_ == RecurrentCell::gru ? 1.0 : 0.0;
@@ -143,15 +143,16 @@ void RecurrentMemoryUpdater::backward_copies(const Tensor& d_distinct, const Ten
   const auto [d_gx, d_gh] = cell_backward(d_memory, dh_new, ctx, arena);
   if (cell_ == RecurrentCell::rnn && wanted(d_memory)) ops::fill(d_memory, 0.0);  // no direct path
   project_messages_backward(d_bases, store_->grad(weight_hh_), d_gh, store_->value(weight_hh_),
-                            ctx.bases, arena);
+                            ctx.bases, arena, store_->grad(bias_hh_));
   const Tensor dw = store_->grad(weight_ih_);
   const std::array<Tensor, 2> dw_parts =
       detail::column_blocks(arena, dw, std::array<int64_t, 2>{mail_dim_, time_.dim()});
-  ops::gemm(dw_parts[1], d_gx, Trans::T, ctx.input, Trans::N, 1.0, 1.0);
+  Tensor d_encoded = arena.alloc(dh_new.dtype(), ctx.times.distinct.shape());
+  ops::fill(d_encoded, 0.0);
+  project_messages_backward(d_encoded, dw_parts[1], d_gx, ctx.w_ih[1], ctx.times, arena,
+                            store_->grad(bias_ih_));
   project_messages_backward(d_distinct, dw_parts[0], d_gx, ctx.w_ih[0], ctx.msgs, arena);
   detail::join_column_blocks(dw, dw_parts);
-  Tensor d_encoded = arena.alloc(dh_new.dtype(), Shape(dh_new.dim(0), time_.dim()));
-  ops::gemm(d_encoded, d_gx, Trans::N, ctx.w_ih[1], Trans::N);
   time_.backward(d_encoded, ctx.time);
 }
 

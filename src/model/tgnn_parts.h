@@ -33,10 +33,10 @@ class MemoryPart {
                               const Tensor& dt, Arena& arena) const = 0;
   // The same with gradient for R refined copies (refine.start: updater): out [R, d_mem] from
   // memory [R, d_mem] (whose distinct rows `bases` lists: one term per copy), the copies'
-  // mails (msgs) and dt [R], keeping its own context (apart from forward's) for
-  // backward_start.
+  // mails (msgs) and dt (each distinct gap once), keeping its own context (apart from
+  // forward's) for backward_start.
   virtual void forward_start(const Tensor& out, const Tensor& memory, const CopyMessages& bases,
-                             const CopyMessages& msgs, const Tensor& dt, Arena& arena) = 0;
+                             const CopyMessages& msgs, const CopyTimes& dt, Arena& arena) = 0;
   // The memory's gradient is d_memory [R, d_mem] (overwrites) plus, spread over the copies,
   // d_bases [B', d_mem] (accumulates); d_distinct [D, d_mail] accumulates; parameter
   // gradients accumulate.

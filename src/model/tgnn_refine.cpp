@@ -39,6 +39,8 @@ void Tgnn::refine(const Tensor& updated, const TgnnInputs& in, const MemoryRows&
       CopyMessages{msg, in.term_row, in.term_msg, in.term_weight, r, in.term_one_per_copy};
   refine_base_ = in.refine_base;
   msg_self_ = in.msg_self, msg_other_ = in.msg_other;
+  const CopyTimes gaps = in.refine_dt_of.defined() ? CopyTimes{in.refine_dts, in.refine_dt_of}
+                                                   : CopyTimes{in.refine_dt};
   Tensor start = refine_s_;
   if (cfg_.refine_start == RefineStart::updater) {
     // The copies' base rows, each once (the updater reads them through W_hh).
@@ -48,11 +50,10 @@ void Tgnn::refine(const Tensor& updated, const TgnnInputs& in, const MemoryRows&
     refine_bases_ = in.refine_bases;
     refine_rows_ = CopyMessages{bases, Tensor{}, in.refine_base_of, Tensor{}, r, true};
     start = arena.alloc(dtype, Shape(r, d));
-    memory_->forward_start(start, refine_s_, refine_rows_, refine_msgs_, start_dt(in, rows, arena),
-                           arena);
+    memory_->forward_start(start, refine_s_, refine_rows_, refine_msgs_,
+                           start_dt(in, gaps, rows, arena), arena);
   }
-  refiner_->forward(updated.rows(rows_, rows_ + r), refine_ctx_, start, refine_msgs_, in.refine_dt,
-                    arena);
+  refiner_->forward(updated.rows(rows_, rows_ + r), refine_ctx_, start, refine_msgs_, gaps, arena);
 }
 
 void Tgnn::refine_backward(const Tensor& d_updated, Arena& arena) {
@@ -86,8 +87,9 @@ void Tgnn::refine_backward(const Tensor& d_updated, Arena& arena) {
 // The dt the updater reads a copy's message with when the correction starts from its output
 // (refine.start: updater): TGL's mail time reads it at the copy's refine dt; the TGN authors'
 // fixes it at the latest earlier event, since the node's update before it.
-Tensor Tgnn::start_dt(const TgnnInputs& in, const MemoryRows& rows, Arena& arena) const {
-  if (!cfg_.mail_dt_at_event) return in.refine_dt;
+CopyTimes Tgnn::start_dt(const TgnnInputs& in, const CopyTimes& gaps, const MemoryRows& rows,
+                         Arena& arena) const {
+  if (!cfg_.mail_dt_at_event) return gaps;
   const int64_t r = refined_;
   DB_ASSERT(in.refine_mail_dt.defined() && in.refine_mail_dt.numel() == r &&
                 in.refine_first.defined() && in.refine_first.numel() == r,

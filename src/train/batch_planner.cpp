@@ -54,6 +54,7 @@ void BatchPlanner::plan_batch(BatchPlan& out, const int64_t* events, int64_t cou
   plan_writes(out);
   // Refinement redirects reads to copies after the write set took the base rows.
   out.refine_row.clear(), out.refine_dt.clear();
+  out.refine_dts.clear(), out.refine_dt_of.clear();
   out.refine_base.clear(), out.refine_base_of.clear();
   out.refine_mail_dt.clear(), out.refine_first.clear();
   out.coherence_copy.clear(), out.coherence_round.clear();
@@ -264,13 +265,13 @@ bool same_plan(const BatchPlan& a, const BatchPlan& b) {
       a.root_time != b.root_time || a.root_key != b.root_key || a.mem_node != b.mem_node ||
       a.mem_time != b.mem_time || a.root_row != b.root_row || a.slot_row != b.slot_row ||
       a.root_id != b.root_id || a.mem_id != b.mem_id || !same_writes(a.writes, b.writes) ||
-      a.refine_row != b.refine_row || a.refine_dt != b.refine_dt ||
-      a.refine_base != b.refine_base || a.refine_base_of != b.refine_base_of ||
-      a.refine_mail_dt != b.refine_mail_dt || a.refine_first != b.refine_first ||
-      a.refine.term_msg != b.refine.term_msg || a.refine.msg_pos != b.refine.msg_pos ||
-      a.refine.msg_role != b.refine.msg_role || a.coherence_copy != b.coherence_copy ||
-      a.coherence_mail != b.coherence_mail || a.coherence_round != b.coherence_round ||
-      a.coherence_dt != b.coherence_dt)
+      a.refine_row != b.refine_row || a.refine_dt != b.refine_dt || a.refine_dts != b.refine_dts ||
+      a.refine_dt_of != b.refine_dt_of || a.refine_base != b.refine_base ||
+      a.refine_base_of != b.refine_base_of || a.refine_mail_dt != b.refine_mail_dt ||
+      a.refine_first != b.refine_first || a.refine.term_msg != b.refine.term_msg ||
+      a.refine.msg_pos != b.refine.msg_pos || a.refine.msg_role != b.refine.msg_role ||
+      a.coherence_copy != b.coherence_copy || a.coherence_mail != b.coherence_mail ||
+      a.coherence_round != b.coherence_round || a.coherence_dt != b.coherence_dt)
     return false;
   if (a.blocks.hops() != b.blocks.hops()) return false;
   for (int32_t l = 0; l < a.blocks.hops(); ++l)

@@ -3,6 +3,7 @@
 // of planning it reads no node state.
 #include <algorithm>
 #include <cstring>
+#include <numeric>
 
 #include "depbloom/core/philox.h"
 #include "depbloom/train/batch_plan.h"
@@ -64,6 +65,7 @@ void BatchPlanner::plan_refine(BatchPlan& p, int32_t micro_batches) {
     p.refine_dt[static_cast<size_t>(c)] = read - p.refine.latest_time[static_cast<size_t>(c)];
   }
   if (copies == 0) return;
+  plan_refine_gaps(p);
   if (cfg_.refine_mail_dt) plan_refine_mail_dt(p);
   if (cfg_.refine_bases) plan_refine_bases(p);
   auto redirect = [&](int32_t& row, int32_t micro) {
@@ -170,6 +172,24 @@ void BatchPlanner::plan_refine_bases(BatchPlan& p) {
       p.refine_base.push_back(p.refine_row[c]);
     }
     p.refine_base_of[c] = b;
+  }
+}
+
+// The distinct gaps, ascending, by sorting the copies on theirs (ties in copy order).
+void BatchPlanner::plan_refine_gaps(BatchPlan& p) {
+  const std::vector<double>& dt = p.refine_dt;
+  copy_order_.resize(dt.size());
+  std::iota(copy_order_.begin(), copy_order_.end(), 0);
+  std::sort(copy_order_.begin(), copy_order_.end(), [&](int32_t a, int32_t b) {
+    const double x = dt[static_cast<size_t>(a)], y = dt[static_cast<size_t>(b)];
+    return x < y || (x == y && a < b);
+  });
+  p.refine_dts.clear();
+  p.refine_dt_of.resize(dt.size());
+  for (const int32_t c : copy_order_) {
+    const double v = dt[static_cast<size_t>(c)];
+    if (p.refine_dts.empty() || p.refine_dts.back() != v) p.refine_dts.push_back(v);
+    p.refine_dt_of[static_cast<size_t>(c)] = static_cast<int32_t>(p.refine_dts.size() - 1);
   }
 }
 

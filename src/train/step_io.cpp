@@ -156,6 +156,8 @@ void BatchStager::stage_refine(StagedBatch& out, const BatchPlan& plan, StepAren
   in.refine_bases = upload(arena.device(), refine_bases_.data(), Shape(bases));
   in.refine_base_of = upload(arena.device(), plan.refine_base_of.data(), Shape(r));
   in.refine_dt = times_in(dtype_, plan.refine_dt, arena);
+  in.refine_dts = times_in(dtype_, plan.refine_dts, arena);
+  in.refine_dt_of = upload(arena.device(), plan.refine_dt_of.data(), Shape(r));
   in.term_row = upload(arena.device(), rp.term_row.data(), Shape(t));
   in.term_msg = upload(arena.device(), rp.term_msg.data(), Shape(t));
   in.msg_self = upload(arena.device(), msg_self_.data(), Shape(n));

@@ -153,13 +153,14 @@ void embedding(Sink& s, const model::TgnnConfig& c, int64_t roots, int64_t updat
     }
 }
 
-// The updater's start of R copies from T terms over D distinct messages and B' distinct base
-// rows (refine.start: updater). The GRU / RNN reads the mail through W_ih's mail columns once
-// per message, the memory through W_hh once per base row and the time encoding per copy;
-// both input gradients are wanted. APAN spreads the mails over the copies and runs its
-// attention over a mailbox of one.
+// The updater's start of R copies from T terms over D distinct messages, B' distinct base
+// rows and Dt distinct gaps (refine.start: updater). The GRU / RNN reads the mail through
+// W_ih's mail columns once per message, the memory through W_hh once per base row and the
+// time encoding once per gap (TGL's mail time; the authors' reads each copy's own age); both
+// input gradients are wanted. APAN spreads the mails over the copies and runs its attention
+// over a mailbox of one.
 void updater_start(Sink& s, const model::TgnnConfig& c, int64_t r, int64_t t, int64_t msgs,
-                   int64_t bases, double vb) {
+                   int64_t bases, int64_t gaps, double vb) {
   const int64_t d = c.d_mem, dm = c.d_mail(), tm = c.d_mem_time;
   if (c.memory == MemoryKind::transformer) {
     apan_memory(s, c, r, 1, true, vb);
@@ -170,33 +171,34 @@ void updater_start(Sink& s, const model::TgnnConfig& c, int64_t r, int64_t t, in
     return;
   }
   const int64_t g = (c.memory == MemoryKind::gru ? 3 : 1) * d;
-  s.f(msgs, g, dm), s.f(r, g, tm), s.f(bases, g, d);
-  s.b(g, d, bases), s.b(bases, d, g);                                // W_hh and the memory
-  s.b(g, tm, r), s.b(g, dm, msgs), s.b(msgs, dm, g), s.b(r, tm, g);  // W_ih's parts
+  const int64_t ages = c.mail_dt_at_event ? r : gaps;
+  s.f(msgs, g, dm), s.f(ages, g, tm), s.f(bases, g, d);
+  s.b(g, d, bases), s.b(bases, d, g);                                      // W_hh and the memory
+  s.b(g, tm, ages), s.b(g, dm, msgs), s.b(msgs, dm, g), s.b(ages, tm, g);  // W_ih's parts
   const int64_t cell = c.memory == MemoryKind::gru ? 4 * d : 0;
-  const double io =
-      static_cast<double>(r * (tm * 2 + 4 * g + 3 * d + cell + 2) + t * g * 3 + msgs * g);
+  const double io = static_cast<double>(r * (4 * g + 3 * d + cell + 2) + ages * (tm * 2 + g) +
+                                        t * g * 3 + msgs * g);
   s.fwd.bytes += vb * io;
-  s.bwd.bytes += vb * (io + static_cast<double>(r * tm + msgs * dm * 2));
+  s.bwd.bytes += vb * (io + static_cast<double>(ages * tm + msgs * dm * 2));
   s.fwd.ops += 14, s.bwd.ops += 16;
 }
 
-// MemoryRefiner over R copies from T terms over D distinct messages: the gate and fc1 read
-// the copies' memory and time encoding per copy and the messages once each (projected, then
-// spread over the terms; `mean` weighs each term, element-wise), then fc2; forward and
-// backward, with the memory's and the messages' gradients.
-void refiner(Sink& s, const model::TgnnConfig& c, int64_t r, int64_t t, int64_t msgs, bool mean,
-             double vb) {
+// MemoryRefiner over R copies from T terms over D distinct messages and Dt distinct gaps: the
+// gate and fc1 read the copies' memory per copy, and the messages and the gaps' time
+// encodings once each (projected, then spread over the copies; `mean` weighs each term,
+// element-wise), then fc2; forward and backward, with the memory's and the messages' gradients.
+void refiner(Sink& s, const model::TgnnConfig& c, int64_t r, int64_t t, int64_t msgs, int64_t gaps,
+             bool mean, double vb) {
   const int64_t d = c.d_mem, h = c.refine_hidden, dm = c.d_mail(), tm = c.d_mem_time;
   for (const int64_t out : {d, h}) {  // the gate, then fc1
-    s.f(r, out, d), s.f(r, out, tm), s.f(msgs, out, dm);
-    s.b(out, d, r), s.b(out, tm, r), s.b(out, dm, msgs), s.b(msgs, dm, out);
-    s.b(r, d, out), s.b(r, tm, out);
+    s.f(r, out, d), s.f(gaps, out, tm), s.f(msgs, out, dm);
+    s.b(out, d, r), s.b(out, tm, gaps), s.b(out, dm, msgs), s.b(msgs, dm, out);
+    s.b(r, d, out), s.b(gaps, tm, out);
   }
   s.f(r, d, h);  // fc2
   s.b(d, h, r), s.b(r, h, d);
-  const double io = static_cast<double>(r * (d * 14 + tm * 2 + h * 4) + msgs * dm * 4 +
-                                        t * (d + h) * (mean ? 6 : 4));
+  const double io = static_cast<double>(r * (d * 14 + h * 4) + gaps * tm * 2 + msgs * dm * 4 +
+                                        t * (d + h) * (mean ? 6 : 4) + r * (d + h) * 2);
   s.fwd.bytes += vb * io;
   s.bwd.bytes += 2 * vb * io;
   s.fwd.ops += 24, s.bwd.ops += 28;
@@ -264,8 +266,9 @@ void step_stage_work(StepStageWork& out, const WorkModel& wm, const StepWork& st
     Sink ref{at(Stage::refine), at(Stage::backward)};
     if (c.refine_start == model::RefineStart::updater)
       updater_start(ref, c, step.refined_rows, step.refine_terms, step.refine_messages,
-                    step.refine_bases, vb);
-    refiner(ref, c, step.refined_rows, step.refine_terms, step.refine_messages, wm.refine_mean, vb);
+                    step.refine_bases, step.refine_gaps, vb);
+    refiner(ref, c, step.refined_rows, step.refine_terms, step.refine_messages, step.refine_gaps,
+            wm.refine_mean, vb);
   }
   Sink emb{at(Stage::embed), at(Stage::backward)};
   embedding(emb, c, roots, u + step.refined_rows, vb);

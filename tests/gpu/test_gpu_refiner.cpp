@@ -20,6 +20,7 @@ using depbloom::Device;
 using depbloom::DType;
 using depbloom::OwnedTensor;
 using depbloom::model::CopyMessages;
+using depbloom::model::CopyTimes;
 using depbloom::model::MemoryRefiner;
 using depbloom::model::MemoryRefinerContext;
 using depbloom::model::ParameterStore;
@@ -76,7 +77,15 @@ TEST_F(GpuRefiner, ForwardAndBackwardEqualTheCpu) {
       F weight(Shape(t), weight_v);
       F s(Shape(rows, d_mem), rng.vec(rows * d_mem));
       F distinct(Shape(n_msg, d_msg), rng.vec(n_msg * d_msg));
-      F dt(Shape(rows), rng.vec(rows, 0.1, 50.0));
+      // With `last` the copies share rows / 2 + 1 gaps (CopyTimes), with `mean` each has its own.
+      const int64_t n_gap = last ? rows / 2 + 1 : rows;
+      std::vector<double> gap_of_v;
+      for (int64_t c = 0; c < rows; ++c)
+        gap_of_v.push_back(static_cast<double>((5 * c + 1) % n_gap));
+      Both<int32_t> gap_of(Shape(rows), gap_of_v);
+      F dt(Shape(n_gap), rng.vec(n_gap, 0.1, 50.0));
+      const CopyTimes cpu_dt = last ? CopyTimes{dt.cpu, gap_of.cpu} : CopyTimes{dt.cpu};
+      const CopyTimes gpu_dt = last ? CopyTimes{dt.gpu, gap_of.gpu} : CopyTimes{dt.gpu};
       const Tensor cpu_w = last ? Tensor{} : static_cast<Tensor>(weight.cpu);
       const Tensor gpu_w = last ? Tensor{} : static_cast<Tensor>(weight.gpu);
       const CopyMessages cpu_msgs{distinct.cpu, row.cpu, msg.cpu, cpu_w, rows, last};
@@ -84,8 +93,8 @@ TEST_F(GpuRefiner, ForwardAndBackwardEqualTheCpu) {
       F out = F::nan(Shape(rows, d_mem));
       Arena cpu_arena(Device::cpu()), gpu_arena(kGpu);
       MemoryRefinerContext cpu_ctx, gpu_ctx;
-      cpu_ref.forward(out.cpu, cpu_ctx, s.cpu, cpu_msgs, dt.cpu, cpu_arena);
-      gpu_ref.forward(out.gpu, gpu_ctx, s.gpu, gpu_msgs, dt.gpu, gpu_arena);
+      cpu_ref.forward(out.cpu, cpu_ctx, s.cpu, cpu_msgs, cpu_dt, cpu_arena);
+      gpu_ref.forward(out.gpu, gpu_ctx, s.gpu, gpu_msgs, gpu_dt, gpu_arena);
       EXPECT_TRUE(out.matches_norm());
 
       F d_out(Shape(rows, d_mem), rng.vec(rows * d_mem));

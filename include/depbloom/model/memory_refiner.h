@@ -3,9 +3,9 @@
 //   x = [s || m || enc(dt)],  s' = s + sigmoid(x Wg^T + bg) * (relu(x W1^T + b1) W2^T + b2),
 // with m the aggregated message of those earlier events and dt the time since the latest.
 // Only the layer: which rows, which messages and which dt are the caller's (train/refine_plan.h).
-// m reaches the gate and fc1 through their message columns, once per distinct message
-// (CopyMessages). Parameter gradients accumulate; d_s overwrites, d_distinct accumulates;
-// dt is data and gets no gradient.
+// m and enc(dt) reach the gate and fc1 through their column blocks, once per distinct message
+// (CopyMessages) and per distinct gap (CopyTimes). Parameter gradients accumulate; d_s overwrites,
+// d_distinct accumulates; dt is data and gets no gradient.
 #pragma once
 
 #include <array>
@@ -24,7 +24,8 @@ struct MemoryRefinerContext {
   TimeEncoderContext time;
   LinearContext fc2;
   CopyMessages msgs;
-  Tensor s, encoded;  // [R, d_mem] (the caller keeps it alive), [R, time_dim]
+  CopyMessages times;  // enc(dt) [Dt, time_dim], each distinct gap once
+  Tensor s;            // [R, d_mem] (the caller keeps it alive)
   // The gate's and fc1's weights split by input part (s, m, enc(dt)).
   std::array<Tensor, 3> gate_w, fc1_w;
   Tensor g;  // [R, d_mem] the gate, after the sigmoid
@@ -47,10 +48,11 @@ class MemoryRefiner {
                 int64_t message_dim, int64_t time_dim, int64_t hidden = 64);
 
   // out [R, d_mem] = s + g * f(x) from s [R, d_mem], the R copies' messages (distinct
-  // [D, d_msg]) and dt [R] (all of s's dtype and device). out may alias s; s, msgs and dt
-  // must stay alive until backward. Scratch and the context's tensors come from `arena`.
+  // [D, d_msg]) and gaps dt (distinct [Dt]; all of s's dtype and device). out may alias s;
+  // s, msgs and dt must stay alive until backward. Scratch and the context's tensors come
+  // from `arena`.
   void forward(const Tensor& out, MemoryRefinerContext& ctx, const Tensor& s,
-               const CopyMessages& msgs, const Tensor& dt, Arena& arena) const;
+               const CopyMessages& msgs, const CopyTimes& dt, Arena& arena) const;
   // d_s [R, d_mem] = d_out + (through x) overwrites; d_distinct [D, d_msg] accumulates; both
   // optional (Tensor{} to skip), neither may alias d_out. Parameter gradients accumulate.
   void backward(const Tensor& d_s, const Tensor& d_distinct, const Tensor& d_out,

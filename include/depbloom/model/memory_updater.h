@@ -19,12 +19,13 @@ enum class RecurrentCell { gru, rnn };
 
 struct MemoryUpdaterContext {
   TimeEncoderContext time;
-  Tensor input;   // [B, d_mail + d_time] = [mail || time encoding]; forward_copies: [B, d_time]
+  Tensor input;   // [B, d_mail + d_time] = [mail || time encoding] (forward only)
   Tensor memory;  // [B, H], the previous memory (caller keeps it alive)
   Tensor gates;   // [B, 4H] GRU gates (r, z, n, gh_n); unused for the RNN
   Tensor h_new;   // [B, H], the output (RNN backward reads it)
-  // forward_copies only: the copies' messages and base rows, W_ih's (mail, time) blocks.
-  CopyMessages msgs, bases;
+  // forward_copies only: the copies' messages, time encodings and base rows, W_ih's (mail,
+  // time) blocks.
+  CopyMessages msgs, times, bases;
   std::array<Tensor, 2> w_ih;
 };
 
@@ -47,9 +48,11 @@ class RecurrentMemoryUpdater {
   // The same for B refined copies whose mails are CopyMessages (msgs.copies == B): the mail
   // reaches the cell through W_ih's mail columns once per distinct message, and the memory
   // through W_hh once per distinct base row (bases: one term per copy over [B', H], the
-  // distinct rows of memory [B, H]). Equal to forward on the spread mails, up to rounding.
+  // distinct rows of memory [B, H]), and the mails' ages, each distinct age encoded and
+  // read through W_ih's time columns once. Equal to forward on the spread mails and ages, up
+  // to rounding.
   void forward_copies(const Tensor& h_new, MemoryUpdaterContext& ctx, const CopyMessages& msgs,
-                      const Tensor& mail_dt, const Tensor& memory, const CopyMessages& bases,
+                      const CopyTimes& mail_dt, const Tensor& memory, const CopyMessages& bases,
                       Arena& arena) const;
   // d_distinct [D, d_mail] and d_bases [B', H] (the W_hh path) accumulate; d_memory [B, H]
   // (the direct path, GRU; zero for the RNN) overwrites; d_distinct and d_memory optional.
@@ -66,8 +69,8 @@ class RecurrentMemoryUpdater {
   void cell_forward(const Tensor& h_new, MemoryUpdaterContext& ctx, const Tensor& gx,
                     const Tensor& gh, const Tensor& memory, Arena& arena) const;
   // Returns (d_gx, d_gh) [B, G*H] (one tensor for the RNN); the GRU's direct path of the
-  // memory goes into dh_direct (overwrite; Tensor{}: scratch); both biases' gradients
-  // accumulate. The W_hh and W_ih GEMMs are the caller's.
+  // memory goes into dh_direct (overwrite; Tensor{}: scratch). The biases' gradients and the
+  // W_hh and W_ih GEMMs are the caller's (the copies sum the biases' over distinct rows).
   std::array<Tensor, 2> cell_backward(const Tensor& dh_direct, const Tensor& dh_new,
                                       const MemoryUpdaterContext& ctx, Arena& arena) const;
 

@@ -52,9 +52,13 @@ struct TgnnInputs {
   Tensor refine_bases;    // [B'] i32 input row in [0, U)
   Tensor refine_base_of;  // [R] i32 in [0, B')
   Tensor refine_dt;       // [R] the read's time - the latest earlier in-batch event's (state dtype)
-  Tensor term_row;        // [T] i32 copy in [0, R)
-  Tensor term_msg;        // [T] i32 message in [0, D)
-  Tensor term_weight;     // [T] (state dtype), undefined: every weight is 1
+  // Optional: the distinct values of refine_dt and each copy's index among them (the refiner
+  // and the updater start then encode each distinct gap once).
+  Tensor refine_dts;               // [Dt] (state dtype)
+  Tensor refine_dt_of;             // [R] i32 in [0, Dt)
+  Tensor term_row;                 // [T] i32 copy in [0, R)
+  Tensor term_msg;                 // [T] i32 message in [0, D)
+  Tensor term_weight;              // [T] (state dtype), undefined: every weight is 1
   bool term_one_per_copy = false;  // T = R, term t is copy t's only term, weight 1 (`last`)
   Tensor msg_self, msg_other;      // [D] i32 input rows in [0, U)
   Tensor msg_eid;                  // [D] i64 edge feature row (with edge features)
@@ -137,7 +141,8 @@ class Tgnn {
   // d_updated [U + R, d_mem]: the copies' gradient pushed onto rows [0, U) (accumulates).
   void refine_backward(const Tensor& d_updated, Arena& arena);
   // The dt the updater reads each copy's message with (refine.start: updater).
-  Tensor start_dt(const TgnnInputs& in, const MemoryRows& rows, Arena& arena) const;
+  CopyTimes start_dt(const TgnnInputs& in, const CopyTimes& gaps, const MemoryRows& rows,
+                     Arena& arena) const;
   // Adds the last coherence loss's gradient (times share) onto the copies of d_updated.
   void coherence_backward(const Tensor& d_updated, double share, Arena& arena);
 

@@ -86,6 +86,9 @@ struct BatchPlan {
   RefinePlan refine;
   std::vector<int32_t> refine_row;  // [R] memory row
   std::vector<double> refine_dt;    // [R] read time - the latest earlier event's time (>= 0)
+  // The distinct values of refine_dt, ascending, and each copy's index among them.
+  std::vector<double> refine_dts;     // [Dt]
+  std::vector<int32_t> refine_dt_of;  // [R] in [0, Dt)
   // With PlanConfig::refine_bases (else empty): the distinct rows among refine_row in the
   // order of their first copy, and each copy's (rows read by several micro-batches have
   // several copies; the updater start reads each base row's memory through W_hh once).
@@ -146,6 +149,7 @@ class BatchPlanner {
   void plan_refine(BatchPlan& p, int32_t micro_batches);    // after plan_writes
   void plan_refine_mail_dt(BatchPlan& p) const;             // in plan_refine
   void plan_refine_bases(BatchPlan& p);                     // in plan_refine
+  void plan_refine_gaps(BatchPlan& p);                      // in plan_refine
   int32_t row_of(BatchPlan& p, int32_t node, double time);  // memory row, added if new
   void reserve_table(int64_t entries);
 
@@ -166,6 +170,7 @@ class BatchPlanner {
   std::unique_ptr<RefinePlanner> refine_planner_;
   std::vector<int32_t> micro_of_event_, req_node_, req_micro_, req_row_, req_copy_, pair_req_;
   std::vector<int32_t> base_of_row_;  // [U] a memory row's index in refine_base, -1: none yet
+  std::vector<int32_t> copy_order_;   // [R] the copies by ascending refine_dt
 };
 
 }  // namespace depbloom::train

@@ -35,6 +35,7 @@ struct StepWork {
   int64_t refine_terms = 0;     // T aggregated messages
   int64_t refine_messages = 0;  // D distinct messages among them
   int64_t refine_bases = 0;     // B' distinct memory rows the copies correct
+  int64_t refine_gaps = 0;      // Dt distinct time gaps among the copies
   int64_t sampled_slots = 0;    // neighbour slots over every sampled hop
   int64_t written_rows = 0;     // memory rows the write-back writes
   int64_t written_mails = 0;    // mails it writes

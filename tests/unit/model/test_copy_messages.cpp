@@ -1,7 +1,8 @@
 // Tests of the refined copies' messages held once each (model::CopyMessages): spreading and
-// collecting against plain loops, collect as spread's adjoint, the projection and its
-// backward against central differences (float64), and the recurrent updater's copies path
-// against its ordinary forward and backward on the spread mails, for the GRU and the RNN.
+// collecting against plain loops, collect as spread's adjoint, the projection (with a bias,
+// and over one row per copy) and its backward against central differences (float64), and the
+// recurrent updater's copies path (messages, base rows and ages each held once) against its
+// ordinary forward and backward on the spread mails, for the GRU and the RNN.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -129,6 +130,55 @@ TEST_F(CopyMessagesTest, ProjectionGradientsOfWeightAndMessages) {
       targets);
 }
 
+// One row per copy, named by an index (rows shared, as a step's gaps are) or by the copy
+// itself (no index): the biased projection against a plain loop, accumulating, and its
+// weight, bias and row gradients against central differences. A bias needs one term per copy.
+TEST_F(CopyMessagesTest, BiasedProjectionOfOneRowPerCopy) {
+  const int64_t n = 3;
+  OwnedTensor of(DType::i32, Shape(kCopies));
+  const int32_t of_v[kCopies] = {2, 0, 2, 3, 0, 2};
+  std::memcpy(of.data<int32_t>(), of_v, sizeof(of_v));
+  OwnedTensor own = random_tensor(Shape(kCopies, kWidth), 12);
+  OwnedTensor w = random_tensor(Shape(n, kWidth), 13), b = random_tensor(Shape(n), 14);
+  OwnedTensor base = random_tensor(Shape(kCopies, n), 15);
+  for (bool shared : {true, false}) {
+    SCOPED_TRACE(shared ? "shared rows" : "a row per copy");
+    const Tensor rows = shared ? distinct.view() : own.view();
+    const CopyMessages msgs{rows, Tensor{}, shared ? of.view() : Tensor{}, Tensor{}, kCopies, true};
+    OwnedTensor out(DType::f64, base.shape());
+    ops::copy(out, base);
+    project_messages(out, w, msgs, /*accumulate=*/true, arena, b);
+    std::vector<double> want = values_of(base);
+    for (int64_t c = 0; c < kCopies; ++c) {
+      const int64_t i = shared ? of_v[c] : c;
+      for (int64_t o = 0; o < n; ++o) {
+        double v = b.data<double>()[o];
+        for (int64_t k = 0; k < kWidth; ++k)
+          v += rows.data<double>()[i * kWidth + k] * w.data<double>()[o * kWidth + k];
+        want[static_cast<size_t>(c * n + o)] += v;
+      }
+    }
+    expect_close(values_of(out), want, "biased projection");
+
+    OwnedTensor dw(DType::f64, w.shape()), db(DType::f64, b.shape());
+    OwnedTensor d_rows(DType::f64, rows.shape());
+    const std::vector<GradTarget> targets{param_target("w", w, dw), param_target("b", b, db),
+                                          param_target("rows", rows, d_rows)};
+    expect_gradients(
+        [&] {
+          arena.reset();
+          project_messages(out, w, msgs, /*accumulate=*/false, arena, b);
+          return out.view();
+        },
+        [&](const Tensor& d_out) {
+          project_messages_backward(d_rows, dw, d_out, w, msgs, arena, db);
+        },
+        targets);
+  }
+  OwnedTensor out(DType::f64, base.shape());
+  EXPECT_ANY_THROW(project_messages(out, w, messages(false), false, arena, b));
+}
+
 // With one unweighted term per copy (refine.aggregate: last), the gather / scatter-add fast
 // path gives what the general path gives: spread both ways, collect, and the projection's
 // gradients.
@@ -172,9 +222,9 @@ TEST_F(CopyMessagesTest, OneTermPerCopyEqualsTheGeneralPath) {
 
 // The updater on copies equals its ordinary forward on the spread mails and the copies'
 // memories, and so do all of its gradients (d_distinct against the collected d_mail; per base
-// row, the memory's gradient against the copies' direct paths plus the W_hh path), for both
-// cells. Copies 0 and 2 share
-// a base row, and so do 1 and 5.
+// row, the memory's gradient against the copies' direct paths plus the W_hh path; the time
+// encoder's against its per-copy gradients), for both cells. Copies 0 and 2 share a base row,
+// and so do 1 and 5; the ages repeat too.
 class UpdaterCopiesTest : public CopyMessagesTest,
                           public ::testing::WithParamInterface<RecurrentCell> {};
 
@@ -191,7 +241,13 @@ TEST_P(UpdaterCopiesTest, EqualsTheUpdaterOnTheSpreadMails) {
   const CopyMessages bases{base_rows, Tensor{}, base_of, Tensor{}, kCopies, true};
   OwnedTensor memory(DType::f64, Shape(kCopies, hidden));
   spread_to_copies(memory, base_rows, bases, /*accumulate=*/false, arena);
-  OwnedTensor dt = random_tensor(Shape(kCopies), 7, 0.1, 5.0);
+  // Three distinct ages: copies 0, 4 and 5 share one, and so do 1 and 3.
+  OwnedTensor ages = random_tensor(Shape(3), 7, 0.1, 5.0);
+  OwnedTensor age_of(DType::i32, Shape(kCopies));
+  const int32_t age_of_v[kCopies] = {2, 0, 1, 0, 2, 2};
+  std::memcpy(age_of.data<int32_t>(), age_of_v, sizeof(age_of_v));
+  OwnedTensor dt(DType::f64, Shape(kCopies));
+  ops::gather_rows(dt.view().reshape(Shape(kCopies, 1)), ages.view().reshape(Shape(3, 1)), age_of);
   OwnedTensor mail = OwnedTensor::zeros(DType::f64, Shape(kCopies, kWidth));
   const CopyMessages msgs = messages(true);
   spread_to_copies(mail, distinct, msgs, /*accumulate=*/false, arena);
@@ -199,7 +255,7 @@ TEST_P(UpdaterCopiesTest, EqualsTheUpdaterOnTheSpreadMails) {
   OwnedTensor plain(DType::f64, memory.shape()), copies(DType::f64, memory.shape());
   MemoryUpdaterContext plain_ctx, copies_ctx;
   layer.forward(plain, plain_ctx, mail, dt, memory, arena);
-  layer.forward_copies(copies, copies_ctx, msgs, dt, memory, bases, arena);
+  layer.forward_copies(copies, copies_ctx, msgs, CopyTimes{ages, age_of}, memory, bases, arena);
   expect_close(values_of(copies), values_of(plain), "h_new");
 
   OwnedTensor d_out = random_tensor(memory.shape(), 8);

@@ -1,9 +1,9 @@
 // Tests of MemoryRefiner: the forward against a plain-loop reference of its equation on the
 // copies' spread messages, every parameter, memory and distinct-message gradient against
 // central differences in float64 (gate kept within (0.2, 0.8), relu inputs kept off their
-// kink) for weighted terms that share messages and for one term per copy, the identity when f
-// is zero (a fresh refiner), row independence, in-place output, the parameter names and
-// empty batches.
+// kink) for weighted terms that share messages and gaps and for one term and gap per copy,
+// the identity when f is zero (a fresh refiner), row independence, in-place output, the
+// parameter names and empty batches.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -20,6 +20,20 @@ namespace {
 using namespace depbloom;
 using namespace depbloom::model;
 using namespace dbmodeltest;
+
+OwnedTensor i32_values(const std::vector<int32_t>& v) {
+  OwnedTensor t(DType::i32, Shape(static_cast<int64_t>(v.size())));
+  std::memcpy(t.data<int32_t>(), v.data(), v.size() * sizeof(int32_t));
+  return t;
+}
+
+// Each copy's gap written out: dt[c] = values[of[c]].
+OwnedTensor per_copy(const Tensor& values, const Tensor& of) {
+  OwnedTensor dt(DType::f64, Shape(of.numel()));
+  for (int64_t c = 0; c < of.numel(); ++c)
+    dt.data<double>()[c] = values.data<double>()[of.data<int32_t>()[c]];
+  return dt;
+}
 
 void randomize(const Tensor& t, uint64_t seed, double lo = -1.0, double hi = 1.0) {
   const auto v = random_values(t.numel(), seed, lo, hi);
@@ -103,7 +117,11 @@ class RefinerFixture : public ::testing::Test {
   MemoryRefiner refiner{store, "refine", kMem, kMsg, kTime, kHidden};
   OwnedTensor s = random_tensor(Shape(kRows, kMem), 1);
   OwnedTensor distinct = random_tensor(Shape(kDistinct, kMsg), 2);
-  OwnedTensor dt = random_tensor(Shape(kRows), 3, 0.1, 3.0);
+  // Three distinct gaps, held once (CopyTimes): copies 0, 2 and 4 share one.
+  OwnedTensor gap_values = random_tensor(Shape(3), 3, 0.1, 3.0);
+  OwnedTensor gap_of = i32_values({1, 0, 1, 2, 1});
+  OwnedTensor dt = per_copy(gap_values, gap_of);
+  const CopyTimes gaps{gap_values, gap_of};
   std::vector<OwnedTensor> held;  // the term arrays of the messages built so far
 
   void SetUp() override {
@@ -158,7 +176,7 @@ TEST_F(RefinerFixture, ForwardMatchesThePlainLoopReference) {
   make_f_live();
   OwnedTensor out(DType::f64, s.shape());
   MemoryRefinerContext ctx;
-  refiner.forward(out, ctx, s, mean, dt, arena);
+  refiner.forward(out, ctx, s, mean, gaps, arena);
   const Reference ref = reference_forward(store, s, mean, dt, kHidden);
   const auto got = values_of(out);
   ASSERT_EQ(got.size(), ref.out.size());
@@ -173,16 +191,17 @@ TEST_F(RefinerFixture, OutputMayAliasTheMemory) {
   make_f_live();
   OwnedTensor apart(DType::f64, s.shape());
   MemoryRefinerContext ctx;
-  refiner.forward(apart, ctx, s, mean, dt, arena);
-  refiner.forward(s, ctx, s, mean, dt, arena);
+  refiner.forward(apart, ctx, s, mean, gaps, arena);
+  refiner.forward(s, ctx, s, mean, gaps, arena);
   EXPECT_EQ(values_of(s), values_of(apart));
 }
 
 TEST_F(RefinerFixture, GradientsOfEveryParameterMemoryAndMessage) {
   make_f_live();
   for (const Terms* terms : {&kMeanTerms, &kLastTerms}) {
-    SCOPED_TRACE(terms == &kMeanTerms ? "mean terms" : "last terms");
+    SCOPED_TRACE(terms == &kMeanTerms ? "mean terms, shared gaps" : "last terms, a gap per copy");
     const CopyMessages msgs = messages(*terms);
+    const CopyTimes times = terms == &kMeanTerms ? gaps : CopyTimes{dt};
     // Preconditions of a meaningful check: g in (0.2, 0.8), relu inputs off the kink.
     const Reference ref = reference_forward(store, s, msgs, dt, kHidden);
     for (double pre : ref.gate_pre) {
@@ -201,7 +220,7 @@ TEST_F(RefinerFixture, GradientsOfEveryParameterMemoryAndMessage) {
     expect_gradients(
         [&] {
           arena.reset();
-          refiner.forward(out, ctx, s, msgs, dt, arena);
+          refiner.forward(out, ctx, s, msgs, times, arena);
           return out.view();
         },
         [&](const Tensor& d_out) { refiner.backward(d_s, d_distinct, d_out, ctx, arena); },
@@ -216,7 +235,7 @@ TEST_F(RefinerFixture, ZeroCorrectionLeavesTheMemoryUntouched) {
   OwnedTensor out(DType::f64, s.shape()), d_s(DType::f64, s.shape());
   OwnedTensor d_distinct(DType::f64, distinct.shape());
   MemoryRefinerContext ctx;
-  refiner.forward(out, ctx, s, mean, dt, arena);
+  refiner.forward(out, ctx, s, mean, gaps, arena);
   EXPECT_EQ(values_of(out), values_of(s));
 
   OwnedTensor d_out = random_tensor(s.shape(), 4);
@@ -237,13 +256,14 @@ TEST_F(RefinerFixture, ZeroCorrectionLeavesTheMemoryUntouched) {
   }
 }
 
-// Each row is refined from its own inputs only: refining a copy alone (its terms only) gives
-// the batch's row (the BLAS may order a row's sums differently at these sizes: 1e-14).
+// Each row is refined from its own inputs only: refining a copy alone (its terms and its own
+// gap) gives the batch's row, where the gaps are shared (the BLAS may order a row's sums
+// differently at these sizes: 1e-14).
 TEST_F(RefinerFixture, RowsAreRefinedIndependently) {
   make_f_live();
   OwnedTensor out(DType::f64, s.shape());
   MemoryRefinerContext ctx;
-  refiner.forward(out, ctx, s, mean, dt, arena);
+  refiner.forward(out, ctx, s, mean, gaps, arena);
   for (int64_t r = 0; r < kRows; ++r) {
     Terms own;
     for (size_t t = 0; t < kMeanTerms.row.size(); ++t) {
@@ -252,8 +272,8 @@ TEST_F(RefinerFixture, RowsAreRefinedIndependently) {
       own.weight.push_back(kMeanTerms.weight[t]);
     }
     OwnedTensor one(DType::f64, Shape(1, kMem));
-    refiner.forward(one, ctx, s.view().rows(r, r + 1), messages(own, 1), dt.view().rows(r, r + 1),
-                    arena);
+    refiner.forward(one, ctx, s.view().rows(r, r + 1), messages(own, 1),
+                    CopyTimes{dt.view().rows(r, r + 1)}, arena);
     for (int64_t i = 0; i < kMem; ++i)
       EXPECT_NEAR(one.data<double>()[i], out.data<double>()[r * kMem + i], 1e-14) << r;
   }
@@ -265,7 +285,7 @@ TEST_F(RefinerFixture, ParameterAndMessageGradientsAccumulateAndMemoryGradientsO
   OwnedTensor d_distinct(DType::f64, distinct.shape());
   OwnedTensor d_out = random_tensor(s.shape(), 5);
   MemoryRefinerContext ctx;
-  refiner.forward(out, ctx, s, mean, dt, arena);
+  refiner.forward(out, ctx, s, mean, gaps, arena);
   store.zero_grad();
   ops::fill(d_distinct, 0.0);
   refiner.backward(d_s, d_distinct, d_out, ctx, arena);
@@ -288,7 +308,7 @@ TEST_F(RefinerFixture, EmptyBatchIsANoOp) {
   OwnedTensor out(DType::f64, Shape(0, kMem)), s0(DType::f64, Shape(0, kMem));
   OwnedTensor m0(DType::f64, Shape(0, kMsg)), dt0(DType::f64, Shape(0));
   MemoryRefinerContext ctx;
-  refiner.forward(out, ctx, s0, messages(Terms{}, 0, m0), dt0, arena);
+  refiner.forward(out, ctx, s0, messages(Terms{}, 0, m0), CopyTimes{dt0}, arena);
   store.zero_grad();
   refiner.backward(Tensor{}, Tensor{}, out, ctx, arena);
   for (double v : values_of(store.grads())) EXPECT_EQ(v, 0.0);
@@ -298,8 +318,10 @@ TEST_F(RefinerFixture, RejectsMismatchedShapes) {
   OwnedTensor out(DType::f64, s.shape());
   OwnedTensor narrow = random_tensor(Shape(kDistinct, kMsg - 1), 6);
   MemoryRefinerContext ctx;
-  EXPECT_ANY_THROW(refiner.forward(out, ctx, s, messages(kLastTerms, kRows - 1), dt, arena));
-  EXPECT_ANY_THROW(refiner.forward(out, ctx, s, messages(kLastTerms, kRows, narrow), dt, arena));
+  EXPECT_ANY_THROW(refiner.forward(out, ctx, s, messages(kLastTerms, kRows - 1), gaps, arena));
+  EXPECT_ANY_THROW(refiner.forward(out, ctx, s, messages(kLastTerms, kRows, narrow), gaps, arena));
+  const CopyTimes too_few{dt.view().rows(0, kRows - 1)};
+  EXPECT_ANY_THROW(refiner.forward(out, ctx, s, mean, too_few, arena));
 }
 
 }  // namespace

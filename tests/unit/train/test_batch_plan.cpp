@@ -154,6 +154,21 @@ TEST(BatchPlan, RefinedCopiesListTheirDistinctBaseRows) {
   }
 }
 
+// The copies' gaps are listed once each, ascending, and every copy points at its own value.
+TEST(BatchPlan, RefinedCopiesListTheirDistinctGaps) {
+  const BatchPlan p = refined_hand_plan(false);
+  ASSERT_GT(p.refined_rows(), 0);
+  ASSERT_EQ(p.refine_dt_of.size(), p.refine_dt.size());
+  const std::set<double> distinct(p.refine_dt.begin(), p.refine_dt.end());
+  EXPECT_EQ(std::vector<double>(distinct.begin(), distinct.end()), p.refine_dts);
+  EXPECT_LT(p.refine_dts.size(), p.refine_dt.size()) << "no gap is shared by two copies";
+  for (size_t c = 0; c < p.refine_dt.size(); ++c) {
+    const int32_t g = p.refine_dt_of[c];
+    ASSERT_TRUE(g >= 0 && g < static_cast<int32_t>(p.refine_dts.size())) << c;
+    EXPECT_EQ(p.refine_dts[static_cast<size_t>(g)], p.refine_dt[c]) << c;
+  }
+}
+
 TEST(BatchPlan, LookaheadPlansAreThePlansTheStepsRun) {
   const data::EventStream stream = dbtraintest::tiny_stream(9, 240, 24, 3);
   const data::ChronoSplit split = dbtraintest::tiny_split(stream, 160, 200);
