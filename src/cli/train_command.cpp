@@ -81,6 +81,7 @@ json work_json(const train::EpochWork& w) {
     sum.refine_messages += s.refine_messages, sum.refine_bases += s.refine_bases;
     sum.refine_gaps += s.refine_gaps;
     sum.sampled_slots += s.sampled_slots, sum.written_rows += s.written_rows;
+    for (size_t h = 0; h < s.slot_reads.size(); ++h) sum.slot_reads[h] += s.slot_reads[h];
     sum.written_mails += s.written_mails, sum.urgent_rows += s.urgent_rows;
   }
   return {{"events", sum.events},
@@ -92,6 +93,7 @@ json work_json(const train::EpochWork& w) {
           {"refine_bases", sum.refine_bases},
           {"refine_gaps", sum.refine_gaps},
           {"sampled_slots", sum.sampled_slots},
+          {"slot_reads", sum.slot_reads},
           {"written_rows", sum.written_rows},
           {"written_mails", sum.written_mails},
           {"urgent_rows", sum.urgent_rows},

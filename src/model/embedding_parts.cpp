@@ -127,25 +127,31 @@ class AttentionEmbedding final : public EmbeddingPart {
   std::array<Tensor, kMaxHops> edges_;  // [R_l, k, d_edge] features of hop l's slots
   std::array<std::array<Tensor, kMaxHops + 1>, kMaxHops + 1> h_;
   std::array<std::array<TemporalAttentionContext, kMaxHops>, kMaxHops> ctx_;
-  // table_[j]: layer 0 at hop j read its neighbours as rows of `updated` (table mode).
+  // table_[j]: layer 0 at hop j read its neighbours as rows of a table (table mode): the rows
+  // of `updated` its slots read (slot_read_[j]), gathered.
   std::array<bool, kMaxHops> table_{};
+  std::array<Tensor, kMaxHops> slot_read_;
 };
 
 // Layer 0 reads the neighbours of hop j straight from the memory rows (table mode) when
 // there are fewer rows than slots, as there are with TGN's repeating neighbours: keys and
-// values then project each row once. h[0][j] is gathered when it also serves as the roots
-// of hop j, or as slot-mode neighbours.
+// values then project each row the slots read once (not the roots' own rows, nor the base
+// rows of refined copies). h[0][j] is gathered when it also serves as the roots of hop j, or
+// as slot-mode neighbours.
 void AttentionEmbedding::gather_inputs(const TgnnInputs& in, const Tensor& updated,
                                        const Tensor& edge_feat, Arena& arena) {
   const DType dtype = updated.dtype();
   const int layers = cfg_.layers;
-  const int64_t k = cfg_.neighbours, d_in = cfg_.d_input(), u = updated.dim(0);
+  const int64_t k = cfg_.neighbours, d_in = cfg_.d_input();
   h_[0][0] = arena.alloc(dtype, Shape(roots_, d_in));
   ops::gather_rows(h_[0][0], updated, in.root_row);
   for (int j = 0; j < layers; ++j) {
+    DB_ASSERT(in.slot_read[j].defined() && in.slot_read_of[j].defined(),
+              "tgnn: hop {} lists no rows its slots read", j);
     table_[j] = cfg_.neighbour_reads == NeighbourReads::automatic
-                    ? u < hop_roots(j) * k
+                    ? in.slot_read[j].numel() < hop_roots(j) * k
                     : cfg_.neighbour_reads == NeighbourReads::table;
+    slot_read_[j] = in.slot_read[j];
   }
   for (int j = 1; j <= layers; ++j) {
     if (j == layers && table_[j - 1]) continue;
@@ -181,8 +187,10 @@ void AttentionEmbedding::forward(const Tensor& emb, const TgnnInputs& in, const 
       const DropoutDraw drop =
           dropout_draw(in, stream, in.root_id[j], 0, r, training, cfg_.dropout);
       if (i == 0 && table_[j]) {
-        layers_[i].forward(h_[i + 1][j], ctx_[i][j], h_[i][j],
-                           NeighbourRows{updated, in.slot_row[j]}, edges_[j], in.slot_dt[j],
+        const NeighbourRows nbr{arena.alloc(dtype, Shape(in.slot_read[j].numel(), width)),
+                                in.slot_read_of[j]};
+        ops::gather_rows(nbr.table, updated, in.slot_read[j]);
+        layers_[i].forward(h_[i + 1][j], ctx_[i][j], h_[i][j], nbr, edges_[j], in.slot_dt[j],
                            in.slot_mask[j], drop, arena);
       } else {
         layers_[i].forward(h_[i + 1][j], ctx_[i][j], h_[i][j],
@@ -211,15 +219,25 @@ void AttentionEmbedding::backward(const Tensor& d_updated, const Tensor& d_emb, 
     }
     for (int j = 0; j < layers - i; ++j) {
       const int64_t r = hop_roots(j);
-      // Table mode (layer 0 only): the neighbours' gradient accumulates into d_updated.
+      // Table mode (layer 0 only): the neighbours' gradient accumulates per table row, then
+      // goes to the rows of d_updated they were.
       const bool table = i == 0 && table_[j];
       Tensor d_root = arena.alloc(dtype, Shape(r, width));
       Tensor d_nbr;
-      if (want_inputs) d_nbr = table ? d_updated : arena.alloc(dtype, Shape(r, k, width));
+      if (want_inputs && table) {
+        d_nbr = arena.alloc(dtype, Shape(slot_read_[j].numel(), width));
+        ops::fill(d_nbr, 0.0);
+      } else if (want_inputs) {
+        d_nbr = arena.alloc(dtype, Shape(r, k, width));
+      }
       layers_[i].backward(d_root, d_nbr, Tensor{}, dh[i + 1][j], ctx_[i][j], arena);
       if (!want_inputs) continue;
       ops::axpy(dh[i][j], 1.0, d_root);
-      if (!table) ops::axpy(dh[i][j + 1], 1.0, d_nbr.reshape(Shape(r * k, width)));
+      if (table) {
+        ops::scatter_add_rows(d_updated, d_nbr, slot_read_[j]);
+      } else {
+        ops::axpy(dh[i][j + 1], 1.0, d_nbr.reshape(Shape(r * k, width)));
+      }
     }
   }
   if (!memory) return;

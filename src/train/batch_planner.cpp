@@ -60,6 +60,32 @@ void BatchPlanner::plan_batch(BatchPlan& out, const int64_t* events, int64_t cou
   out.coherence_copy.clear(), out.coherence_round.clear();
   out.coherence_mail.clear(), out.coherence_dt.clear();
   if (micro_batches > 1 && cfg_.memory) plan_refine(out, micro_batches);
+  plan_slot_reads(out);
+}
+
+void BatchPlanner::plan_slot_reads(BatchPlan& p) {
+  const int32_t hops = cfg_.sampled_hops();
+  for (int32_t l = 0; l < model::kMaxHops; ++l) {
+    const auto h = static_cast<size_t>(l);
+    p.slot_read[h].clear();
+    p.slot_read_of[h].clear();
+    if (l >= hops) continue;
+    read_index_.assign(static_cast<size_t>(p.memory_rows() + p.refined_rows()), -1);
+    p.slot_read_of[h].resize(p.slot_row[h].size());
+    for (size_t s = 0; s < p.slot_row[h].size(); ++s) {
+      const int32_t row = p.slot_row[h][s];
+      int32_t index = -1;
+      if (row >= 0) {
+        index = read_index_[static_cast<size_t>(row)];
+        if (index < 0) {
+          index = static_cast<int32_t>(p.slot_read[h].size());
+          read_index_[static_cast<size_t>(row)] = index;
+          p.slot_read[h].push_back(row);
+        }
+      }
+      p.slot_read_of[h][s] = index;
+    }
+  }
 }
 
 // Roots: the sources, the destinations, then K blocks of negatives (TGL's order). The
@@ -265,6 +291,7 @@ bool same_plan(const BatchPlan& a, const BatchPlan& b) {
       a.root_time != b.root_time || a.root_key != b.root_key || a.mem_node != b.mem_node ||
       a.mem_time != b.mem_time || a.root_row != b.root_row || a.slot_row != b.slot_row ||
       a.root_id != b.root_id || a.mem_id != b.mem_id || !same_writes(a.writes, b.writes) ||
+      a.slot_read != b.slot_read || a.slot_read_of != b.slot_read_of ||
       a.refine_row != b.refine_row || a.refine_dt != b.refine_dt || a.refine_dts != b.refine_dts ||
       a.refine_dt_of != b.refine_dt_of || a.refine_base != b.refine_base ||
       a.refine_base_of != b.refine_base_of || a.refine_mail_dt != b.refine_mail_dt ||

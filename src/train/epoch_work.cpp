@@ -34,8 +34,11 @@ void EpochWorkCollector::observe(int rank, const ScheduledStep& step, const Batc
   w.refine_bases = static_cast<int64_t>(plan.refine_base.size());
   w.refine_gaps = static_cast<int64_t>(plan.refine_dts.size());
   w.sampled_slots = 0;
-  for (int32_t h = 0; h < plan.blocks.hops(); ++h)
+  for (int32_t h = 0; h < plan.blocks.hops(); ++h) {
     w.sampled_slots += plan.blocks.hop(h).num_slots();
+    w.slot_reads[static_cast<size_t>(h)] =
+        static_cast<int64_t>(plan.slot_read[static_cast<size_t>(h)].size());
+  }
   w.written_rows = static_cast<int64_t>(plan.writes.mem_node.size());
   w.written_mails = plan.writes.mail_count();
   s.reads.assign(plan.mem_node.begin(), plan.mem_node.end());

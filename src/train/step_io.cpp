@@ -112,6 +112,10 @@ StagedBatch BatchStager::stage(const BatchPlan& plan, const model::NodeState& st
     in.root_id[l] =
         upload(arena.device(), plan.root_id[static_cast<size_t>(l)].data(), Shape(blk.num_roots));
     in.slot_row[l] = input_rows(plan.slot_row[static_cast<size_t>(l)], out, arena);
+    const auto& read_of = plan.slot_read_of[static_cast<size_t>(l)];
+    in.slot_read[l] = input_rows(plan.slot_read[static_cast<size_t>(l)], out, arena);
+    in.slot_read_of[l] =
+        upload(arena.device(), read_of.data(), Shape(static_cast<int64_t>(read_of.size())));
     in.slot_eid[l] = upload(arena.device(), blk.eid, Shape(blk.num_slots()));
     in.slot_mask[l] = upload(arena.device(), blk.mask, grid);
     if (dtype_ == DType::f32) {

@@ -118,9 +118,10 @@ void attention_layer(Sink& s, const model::TgnnConfig& c, int layer, int64_t r, 
 }
 
 // The embedding of (2+K)B roots: L attention layers over sampled hops, JODIE's projection,
-// or the identity (a gather).
+// or the identity (a gather). A table-mode layer at hop j projects the slot_reads[j] rows
+// its slots read, gathered from the updated rows and their gradient scattered back.
 void embedding(Sink& s, const model::TgnnConfig& c, int64_t roots, int64_t updated_rows,
-               double vb) {
+               const std::array<int64_t, model::kMaxHops>& slot_reads, double vb) {
   const bool memory = c.memory != MemoryKind::none;
   if (c.embedding == EmbeddingKind::identity) {
     s.fwd.bytes += vb * static_cast<double>(roots * c.d_input() * 2);
@@ -145,11 +146,17 @@ void embedding(Sink& s, const model::TgnnConfig& c, int64_t roots, int64_t updat
   for (int i = 0; i < c.layers; ++i)
     for (int j = 0; j < c.layers - i; ++j) {
       bool table = false;
+      const int64_t read = slot_reads[static_cast<size_t>(j)];
       if (i == 0)
         table = c.neighbour_reads == model::NeighbourReads::automatic
-                    ? updated_rows < hop_roots(j) * k
+                    ? read < hop_roots(j) * k
                     : c.neighbour_reads == model::NeighbourReads::table;
-      attention_layer(s, c, i, hop_roots(j), table, updated_rows, i > 0 || memory, vb);
+      attention_layer(s, c, i, hop_roots(j), table, read, i > 0 || memory, vb);
+      if (table) {  // the gather, and the backward's zeroed rows and scatter-add
+        s.fwd.bytes += vb * static_cast<double>(read * c.d_input() * 2);
+        s.bwd.bytes += vb * static_cast<double>(read * c.d_input() * 4);
+        s.fwd.ops += 1, s.bwd.ops += 2;
+      }
     }
 }
 
@@ -271,7 +278,7 @@ void step_stage_work(StepStageWork& out, const WorkModel& wm, const StepWork& st
             wm.refine_mean, vb);
   }
   Sink emb{at(Stage::embed), at(Stage::backward)};
-  embedding(emb, c, roots, u + step.refined_rows, vb);
+  embedding(emb, c, roots, u + step.refined_rows, step.slot_reads, vb);
   Sink loss{at(Stage::loss), at(Stage::backward)};
   predictor(loss, c, b, pairs, vb);
   if (memory) {

@@ -34,10 +34,14 @@ struct TgnnInputs {
   int64_t mem_with_mail = -1;  // rows [0, this) hold mail, the rest none; -1: all rows update
   Tensor root_row;             // [(2+K)B] i32 memory row of each root
   // Per sampled hop l < hops(): R_l = (2+K)B k^l roots, each with `neighbours` slots.
-  std::array<Tensor, kMaxHops> slot_row;   // [R_l * k] i32 memory row, -1 for an empty slot
-  std::array<Tensor, kMaxHops> slot_eid;   // [R_l * k] i64 edge feature row, -1 when empty
-  std::array<Tensor, kMaxHops> slot_dt;    // [R_l, k] root time - edge time (state dtype)
-  std::array<Tensor, kMaxHops> slot_mask;  // [R_l, k] u8
+  std::array<Tensor, kMaxHops> slot_row;  // [R_l * k] i32 memory row, -1 for an empty slot
+  // The distinct rows hop l's slots read and each slot's index among them (-1 empty): a layer
+  // reading them as a table projects only those rows.
+  std::array<Tensor, kMaxHops> slot_read;     // [Q_l] i32 input row
+  std::array<Tensor, kMaxHops> slot_read_of;  // [R_l * k] i32 in [0, Q_l)
+  std::array<Tensor, kMaxHops> slot_eid;      // [R_l * k] i64 edge feature row, -1 when empty
+  std::array<Tensor, kMaxHops> slot_dt;       // [R_l, k] root time - edge time (state dtype)
+  std::array<Tensor, kMaxHops> slot_mask;     // [R_l, k] u8
   // Dropout counters (i64): of the hop-l roots [R_l] (attention) and of the memory rows
   // [U] (the APAN updater); what a row is, not where it sits, keys its mask.
   std::array<Tensor, kMaxHops> root_id;

@@ -75,6 +75,11 @@ struct BatchPlan {
   // The embedding's input row of each read: a memory row, or U + c for refined copy c.
   std::vector<int32_t> root_row;                               // [(2+K)B]
   std::array<std::vector<int32_t>, model::kMaxHops> slot_row;  // per hop [R_l * k]; -1 empty
+  // Per hop, the distinct input rows its slots read (first-read order) and each slot's index
+  // among them (-1 empty): an attention layer reading the slots as rows of a table projects
+  // only those rows (a batch's roots and the rows its copies replaced are not among them).
+  std::array<std::vector<int32_t>, model::kMaxHops> slot_read;     // [Q_l]
+  std::array<std::vector<int32_t>, model::kMaxHops> slot_read_of;  // [R_l * k] in [0, Q_l)
   // Dropout counters that depend on what a row is, never on where it sits: per hop the
   // roots' (event, role) key paths, per memory row a hash of (node, time) (APAN only).
   std::array<std::vector<int64_t>, model::kMaxHops> root_id;
@@ -150,6 +155,7 @@ class BatchPlanner {
   void plan_refine_mail_dt(BatchPlan& p) const;             // in plan_refine
   void plan_refine_bases(BatchPlan& p);                     // in plan_refine
   void plan_refine_gaps(BatchPlan& p);                      // in plan_refine
+  void plan_slot_reads(BatchPlan& p);                       // last: after the redirects
   int32_t row_of(BatchPlan& p, int32_t node, double time);  // memory row, added if new
   void reserve_table(int64_t entries);
 
@@ -171,6 +177,7 @@ class BatchPlanner {
   std::vector<int32_t> micro_of_event_, req_node_, req_micro_, req_row_, req_copy_, pair_req_;
   std::vector<int32_t> base_of_row_;  // [U] a memory row's index in refine_base, -1: none yet
   std::vector<int32_t> copy_order_;   // [R] the copies by ascending refine_dt
+  std::vector<int32_t> read_index_;   // [U + R] an input row's index in slot_read, -1: none yet
 };
 
 }  // namespace depbloom::train

@@ -37,8 +37,10 @@ struct StepWork {
   int64_t refine_bases = 0;     // B' distinct memory rows the copies correct
   int64_t refine_gaps = 0;      // Dt distinct time gaps among the copies
   int64_t sampled_slots = 0;    // neighbour slots over every sampled hop
-  int64_t written_rows = 0;     // memory rows the write-back writes
-  int64_t written_mails = 0;    // mails it writes
+  // Per hop, the distinct rows its slots read (the rows a table-mode layer projects).
+  std::array<int64_t, model::kMaxHops> slot_reads{};
+  int64_t written_rows = 0;   // memory rows the write-back writes
+  int64_t written_mails = 0;  // mails it writes
   // Rows and mails the write-back applies to this rank's replica (strict: every rank's).
   int64_t applied_rows = 0, applied_mails = 0;
   int64_t urgent_rows = 0;  // written rows the rank's next step reads (DESIGN.md 7.3)

@@ -100,8 +100,9 @@ TEST(BatchPlan, ListsTheRowsReadAndTheWritesOfAHandMadeStep) {
 // edge of event 0) is read as a neighbour of 0@12 (micro-batch 1, start 12) and of 0@13
 // (micro-batch 3, start 13); row 1@11 as a neighbour of 2@12 (micro-batch 2); row 1@13 as
 // event 4's destination.
-// Events 1..4 of the hand-made stream, one per micro-batch (4), negatives node 4.
-BatchPlan refined_hand_plan(bool refine_bases) {
+// Events 1..4 of the hand-made stream in `micro_batches` micro-batches (one event each by
+// default), negatives node 4.
+BatchPlan refined_hand_plan(bool refine_bases, int32_t micro_batches = 4) {
   static const data::EventStream stream = hand_stream();
   static const graph::TemporalCsr csr = graph::TemporalCsr::build(stream);
   static const graph::RecentSampler sampler(csr, 2, 1);
@@ -112,7 +113,7 @@ BatchPlan refined_hand_plan(bool refine_bases) {
   const int64_t events[] = {1, 2, 3, 4};
   const int32_t negatives[] = {4, 4, 4, 4};
   BatchPlan p;
-  BatchPlanner(stream, cfg).plan_batch(p, events, 4, negatives, 1, 0, &sampler, 4);
+  BatchPlanner(stream, cfg).plan_batch(p, events, 4, negatives, 1, 0, &sampler, micro_batches);
   return p;
 }
 
@@ -166,6 +167,36 @@ TEST(BatchPlan, RefinedCopiesListTheirDistinctGaps) {
     const int32_t g = p.refine_dt_of[c];
     ASSERT_TRUE(g >= 0 && g < static_cast<int32_t>(p.refine_dts.size())) << c;
     EXPECT_EQ(p.refine_dts[static_cast<size_t>(g)], p.refine_dt[c]) << c;
+  }
+}
+
+// Each hop lists the rows its slots read once, in first-read order, and nothing else (the
+// refined copies' base rows and roots no slot reads are not listed).
+TEST(BatchPlan, SlotReadsListEachRowTheSlotsReadOnce) {
+  for (const bool refined : {false, true}) {
+    SCOPED_TRACE(refined ? "refined" : "unrefined");
+    const BatchPlan p = refined_hand_plan(false, refined ? 4 : 1);
+    ASSERT_EQ(p.refined_rows() > 0, refined);
+    const auto& slots = p.slot_row[0];
+    const auto& read = p.slot_read[0];
+    const auto& read_of = p.slot_read_of[0];
+    ASSERT_EQ(read_of.size(), slots.size());
+    std::set<int32_t> want;
+    for (int32_t row : slots)
+      if (row >= 0) want.insert(row);
+    EXPECT_EQ(std::set<int32_t>(read.begin(), read.end()), want);
+    EXPECT_EQ(read.size(), want.size()) << "a row listed twice";
+    EXPECT_LT(read.size(), static_cast<size_t>(p.memory_rows() + p.refined_rows()));
+    int32_t next = 0;
+    for (size_t s = 0; s < slots.size(); ++s) {
+      if (slots[s] < 0) {
+        EXPECT_EQ(read_of[s], -1) << s;
+        continue;
+      }
+      ASSERT_TRUE(read_of[s] >= 0 && read_of[s] <= next) << "out of first-read order at " << s;
+      EXPECT_EQ(read[static_cast<size_t>(read_of[s])], slots[s]) << s;
+      if (read_of[s] == next) ++next;
+    }
   }
 }
 
