@@ -91,11 +91,15 @@ void MemoryRefiner::forward(const Tensor& out, MemoryRefinerContext& ctx, const 
   ctx.f = arena.alloc(dtype, Shape(rows, memory_dim_));
   fc2_.forward(ctx.f, ctx.fc2, ctx.h);
 
-  // out = s + g * f; the product goes to scratch first so that out may alias s.
-  Tensor gated = arena.alloc(dtype, Shape(rows, memory_dim_));
-  ops::mul(gated, ctx.g, ctx.f);
-  if (out.raw() != s.raw()) ops::copy(out, s);
-  ops::axpy(out, 1.0, gated);
+  // out = s + g * f; the product goes to scratch first when out aliases s.
+  if (out.raw() == s.raw()) {
+    Tensor gated = arena.alloc(dtype, Shape(rows, memory_dim_));
+    ops::mul(gated, ctx.g, ctx.f);
+    ops::axpy(out, 1.0, gated);
+  } else {
+    ops::mul(out, ctx.g, ctx.f);
+    ops::axpy(out, 1.0, s);
+  }
 }
 
 void MemoryRefiner::backward(const Tensor& d_s, const Tensor& d_distinct, const Tensor& d_out,

@@ -84,6 +84,7 @@ void RecurrentMemoryUpdater::forward_copies(const Tensor& h_new, MemoryUpdaterCo
 void RecurrentMemoryUpdater::cell_forward(const Tensor& h_new, MemoryUpdaterContext& ctx,
                                           const Tensor& gx, const Tensor& gh, const Tensor& memory,
                                           Arena& arena) const {
+  ctx.gx = gx, ctx.gh = gh;
   if (cell_ == RecurrentCell::gru) {
     ctx.gates = arena.alloc(memory.dtype(), Shape(memory.dim(0), 4 * hidden_));
     ops::gru_cell_forward(h_new, ctx.gates, gx, gh, memory);
@@ -100,10 +101,10 @@ std::array<Tensor, 2> RecurrentMemoryUpdater::cell_backward(const Tensor& dh_dir
                                                             Arena& arena) const {
   const int64_t batch = dh_new.dim(0);
   const DType dtype = dh_new.dtype();
-  Tensor d_gx = arena.alloc(dtype, Shape(batch, gate_rows()));
+  const Tensor d_gx = ctx.gx;  // over the forward's gx and gh: the cell no longer needs them
   Tensor d_gh;
   if (cell_ == RecurrentCell::gru) {
-    d_gh = arena.alloc(dtype, Shape(batch, gate_rows()));
+    d_gh = ctx.gh;
     const Tensor direct = wanted(dh_direct) ? dh_direct : arena.alloc(dtype, Shape(batch, hidden_));
     ops::gru_cell_backward(d_gx, d_gh, direct, dh_new, ctx.gates, ctx.memory);
   } else {

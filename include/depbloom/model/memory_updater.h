@@ -23,6 +23,8 @@ struct MemoryUpdaterContext {
   Tensor memory;  // [B, H], the previous memory (caller keeps it alive)
   Tensor gates;   // [B, 4H] GRU gates (r, z, n, gh_n); unused for the RNN
   Tensor h_new;   // [B, H], the output (RNN backward reads it)
+  // [B, G*H] the cell's inputs, dead after it: the backward writes d_gx and d_gh over them.
+  Tensor gx, gh;
   // forward_copies only: the copies' messages, time encodings and base rows, W_ih's (mail,
   // time) blocks.
   CopyMessages msgs, times, bases;
