@@ -72,9 +72,9 @@ struct TemporalAttentionWeights {
 
 // The neighbours' features as rows of a table: h_nbr[r, j] = table[rows[r * k + j]], a
 // negative row standing for zeros. Keys and values then project each table row once
-// instead of once per slot, and the gradient goes to the table: on WIKI about 6,000 memory
-// rows fill a batch's 18,000 neighbour slots, so this cuts the neighbour-feature share of
-// the key/value GEMMs by two thirds, forward and backward.
+// instead of once per slot, and the gradient goes to the table (Tgnn's is the rows the slots
+// read): on WIKI about 5,100 memory rows fill a batch's 18,000 neighbour slots, so this cuts
+// the neighbour-feature share of the key/value GEMMs by over two thirds, forward and backward.
 struct NeighbourRows {
   Tensor table;  // [U, d_in]
   Tensor rows;   // [R * k] i32 or i64
