@@ -30,15 +30,21 @@ __device__ __forceinline__ int64_t row_stride() {
 
 template <class Index>
 __global__ void gather_rows_kernel(float* out, const float* src, const Index* idx, int64_t n,
-                                   int64_t width, int64_t src_rows, IndexFault* fault) {
+                                   int64_t width, int64_t src_rows, bool accumulate,
+                                   IndexFault* fault) {
   for (int64_t i = first_row(); i < n; i += row_stride()) {
     const auto row = static_cast<int64_t>(idx[i]);
     float* o = out + i * width;
     if (row < 0 || past_table(fault, kGatherRows, row, src_rows)) {
-      for (int64_t c = threadIdx.x; c < width; c += kWarp) o[c] = 0.0f;
+      if (!accumulate)
+        for (int64_t c = threadIdx.x; c < width; c += kWarp) o[c] = 0.0f;
     } else {
       const float* s = src + row * width;
-      for (int64_t c = threadIdx.x; c < width; c += kWarp) o[c] = s[c];
+      if (accumulate) {
+        for (int64_t c = threadIdx.x; c < width; c += kWarp) o[c] += s[c];
+      } else {
+        for (int64_t c = threadIdx.x; c < width; c += kWarp) o[c] = s[c];
+      }
     }
   }
 }
@@ -46,10 +52,15 @@ __global__ void gather_rows_kernel(float* out, const float* src, const Index* id
 // Width 1: one thread per row, coalesced over the rows.
 template <class Index>
 __global__ void gather_column_kernel(float* out, const float* src, const Index* idx, int64_t n,
-                                     int64_t src_rows, IndexFault* fault) {
+                                     int64_t src_rows, bool accumulate, IndexFault* fault) {
   for (int64_t i = global_thread(); i < n; i += grid_threads()) {
     const auto row = static_cast<int64_t>(idx[i]);
-    out[i] = row < 0 || past_table(fault, kGatherRows, row, src_rows) ? 0.0f : src[row];
+    const bool skip = row < 0 || past_table(fault, kGatherRows, row, src_rows);
+    if (!accumulate) {
+      out[i] = skip ? 0.0f : src[row];
+    } else if (!skip) {
+      out[i] += src[row];
+    }
   }
 }
 
@@ -104,13 +115,15 @@ __global__ void split_kernel(PartList list, const float* whole, int64_t rows, in
 
 template <class Index>
 cudaError_t launch_gather(float* out, const float* src, const Index* idx, int64_t n, int64_t width,
-                          int64_t src_rows, IndexFault* fault, cudaStream_t stream) {
+                          int64_t src_rows, bool accumulate, IndexFault* fault,
+                          cudaStream_t stream) {
   if (n <= 0 || width <= 0) return cudaSuccess;
   if (width == 1) {
-    gather_column_kernel<<<grid_for(n), kBlock, 0, stream>>>(out, src, idx, n, src_rows, fault);
+    gather_column_kernel<<<grid_for(n), kBlock, 0, stream>>>(out, src, idx, n, src_rows, accumulate,
+                                                             fault);
   } else {
     gather_rows_kernel<<<grid_for(n, kRowsPerBlock), kRowBlock, 0, stream>>>(
-        out, src, idx, n, width, src_rows, fault);
+        out, src, idx, n, width, src_rows, accumulate, fault);
   }
   return cudaGetLastError();
 }
@@ -143,12 +156,12 @@ bool fill_part_list(PartList& list, const ColumnPart* parts, int count) {
 }  // namespace
 
 cudaError_t gather_rows(float* out, const float* src, const int32_t* idx, int64_t n, int64_t width,
-                        int64_t src_rows, IndexFault* fault, cudaStream_t stream) {
-  return launch_gather(out, src, idx, n, width, src_rows, fault, stream);
+                        int64_t src_rows, bool accumulate, IndexFault* fault, cudaStream_t stream) {
+  return launch_gather(out, src, idx, n, width, src_rows, accumulate, fault, stream);
 }
 cudaError_t gather_rows(float* out, const float* src, const int64_t* idx, int64_t n, int64_t width,
-                        int64_t src_rows, IndexFault* fault, cudaStream_t stream) {
-  return launch_gather(out, src, idx, n, width, src_rows, fault, stream);
+                        int64_t src_rows, bool accumulate, IndexFault* fault, cudaStream_t stream) {
+  return launch_gather(out, src, idx, n, width, src_rows, accumulate, fault, stream);
 }
 
 cudaError_t scatter_add_rows_atomic(float* dst, const float* src, const int32_t* idx, int64_t n,

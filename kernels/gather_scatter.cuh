@@ -24,12 +24,13 @@ struct IndexFault {
   long long rows;
 };
 
-// out [n, width] row i = src [src_rows, width] row idx[i]; a negative index gives a zero
-// row; an index >= src_rows too (to guard memory), and it is recorded in `fault`.
+// out [n, width] row i = src [src_rows, width] row idx[i] (accumulate: out row i += it); a
+// negative index gives a zero row (adds nothing); an index >= src_rows too (to guard
+// memory), and it is recorded in `fault`.
 cudaError_t gather_rows(float* out, const float* src, const int32_t* idx, int64_t n, int64_t width,
-                        int64_t src_rows, IndexFault* fault, cudaStream_t stream);
+                        int64_t src_rows, bool accumulate, IndexFault* fault, cudaStream_t stream);
 cudaError_t gather_rows(float* out, const float* src, const int64_t* idx, int64_t n, int64_t width,
-                        int64_t src_rows, IndexFault* fault, cudaStream_t stream);
+                        int64_t src_rows, bool accumulate, IndexFault* fault, cudaStream_t stream);
 
 // dst [dst_rows, width] row idx[i] += src [n, width] row i with atomicAdd (order-dependent
 // rounding). Negative indices are skipped; indices >= dst_rows too, recorded in `fault`.

@@ -43,11 +43,12 @@ void check_column_parts(const char* op, std::initializer_list<Tensor> parts, con
 
 }  // namespace
 
-void gather_rows(const Tensor& out, const Tensor& src, const Tensor& idx) {
+void gather_rows(const Tensor& out, const Tensor& src, const Tensor& idx, bool accumulate) {
   const char* op = "gather_rows";
   detail::common_device(op, out, src, idx);
+  if (accumulate) detail::require_float(op, "out", out);
   check_row_index(op, "out", out, "src", src, idx);
-  DB_DISPATCH_OP(gather_rows, src.device(), src.dtype(), out, src, idx);
+  DB_DISPATCH_OP(gather_rows, src.device(), src.dtype(), out, src, idx, accumulate);
 }
 
 void scatter_add_rows(const Tensor& dst, const Tensor& src, const Tensor& idx, bool deterministic) {

@@ -1,5 +1,6 @@
-// Spreading per-message rows over the copies and collecting them back, from gather, scale
-// and scatter-add; the projections add one GEMM on the distinct messages each way.
+// Spreading per-message rows over the copies and collecting them back, from gather (adding,
+// with one term per copy), scale and scatter-add; the projections add one GEMM on the
+// distinct messages each way.
 #include "depbloom/model/copy_messages.h"
 
 #include "depbloom/backend/ops.h"
@@ -37,8 +38,8 @@ void spread_to_copies(const Tensor& out, const Tensor& per_msg, const CopyMessag
     }
     return;
   }
-  if (msgs.one_per_copy && !accumulate) {
-    ops::gather_rows(out, per_msg, msgs.msg);
+  if (msgs.one_per_copy) {
+    ops::gather_rows(out, per_msg, msgs.msg, accumulate);
     return;
   }
   if (!accumulate) ops::fill(out, 0.0);
@@ -46,10 +47,6 @@ void spread_to_copies(const Tensor& out, const Tensor& per_msg, const CopyMessag
   if (t == 0) return;
   Tensor term = arena.alloc(per_msg.dtype(), Shape(t, per_msg.dim(1)));
   ops::gather_rows(term, per_msg, msgs.msg);
-  if (msgs.one_per_copy) {
-    ops::axpy(out, 1.0, term);
-    return;
-  }
   if (msgs.weight.defined()) ops::scale_rows(term, term, msgs.weight);
   ops::scatter_add_rows(out, term, msgs.row);
 }

@@ -32,6 +32,10 @@ void gather_scatter_case(Rand& rng, int64_t N, int64_t W, int64_t n) {
   ops::gather_rows(out.cpu, src.cpu, idx.cpu);
   ops::gather_rows(out.gpu, src.gpu, idx.gpu);
   EXPECT_TRUE(out.matches_bitwise());
+  F sum(Shape(n, W), rng.vec(n * W));  // accumulating: one addition per element, same bits
+  ops::gather_rows(sum.cpu, src.cpu, idx.cpu, /*accumulate=*/true);
+  ops::gather_rows(sum.gpu, src.gpu, idx.gpu, /*accumulate=*/true);
+  EXPECT_TRUE(sum.matches_bitwise());
   F dst(Shape(N, W), rng.vec(N * W));
   ops::scatter_add_rows(dst.cpu, out.cpu, idx.cpu, true);
   ops::scatter_add_rows(dst.gpu, out.gpu, idx.gpu, true);

@@ -1,4 +1,5 @@
-// CPU row movement: gather of rows by index (negative = zero row), deterministic scatter-add
+// CPU row movement: gather of rows by index (negative = zero row), or added to the output,
+// deterministic scatter-add
 // and scatter (overwrite) of rows, and column-wise concat/split. Indices are validated
 // before any row moves, so a bad index throws with nothing half-written by worker threads.
 #include <cstring>
@@ -37,7 +38,7 @@ constexpr int64_t kScatterColumnGrain = 16;
 
 }  // namespace
 
-void gather_rows(const Tensor& out, const Tensor& src, const Tensor& idx) {
+void gather_rows(const Tensor& out, const Tensor& src, const Tensor& idx, bool accumulate) {
   const int64_t n = idx.numel(), rows = src.dim(0);
   const size_t row_bytes = static_cast<size_t>(src.row_size()) * dtype_size(src.dtype());
   const auto* psrc = static_cast<const char*>(src.raw());
@@ -46,6 +47,23 @@ void gather_rows(const Tensor& out, const Tensor& src, const Tensor& idx) {
     using I = decltype(index_zero);
     const I* pidx = idx.data<I>();
     check_indices("gather_rows", pidx, n, rows, src);
+    if (accumulate) {
+      const int64_t width = src.row_size();
+      visit_float(out.dtype(), [&](auto zero) {
+        using T = decltype(zero);
+        parallel_for(n, width + 1, [&](int64_t begin, int64_t end) {
+          for (int64_t i = begin; i < end; ++i) {
+            const int64_t row = static_cast<int64_t>(pidx[i]);
+            if (row < 0) continue;
+            T* DB_RESTRICT o = out.data<T>() + i * width;
+            const T* DB_RESTRICT s = src.data<T>() + row * width;
+#pragma omp simd
+            for (int64_t c = 0; c < width; ++c) o[c] += s[c];
+          }
+        });
+      });
+      return;
+    }
     parallel_for(n, static_cast<int64_t>(row_bytes / 4 + 1), [&](int64_t begin, int64_t end) {
       for (int64_t i = begin; i < end; ++i) {
         const int64_t row = static_cast<int64_t>(pidx[i]);

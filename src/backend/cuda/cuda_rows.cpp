@@ -112,14 +112,14 @@ void layer_norm_backward(const Tensor& dx, const Tensor& dgamma, const Tensor& d
                                              gamma.data<float>(), rows, dim, ws, stream));
 }
 
-void gather_rows(const Tensor& out, const Tensor& src, const Tensor& idx) {
+void gather_rows(const Tensor& out, const Tensor& src, const Tensor& idx, bool accumulate) {
   cudaStream_t stream = backend::enter_device(device_of(out));
   kernels::IndexFault* fault = backend::index_fault(device_of(out));
   const int64_t n = idx.numel();
   const int64_t width = src.row_size();
   with_index(idx, [&](auto* index) {
     DB_CHECK_CUDA(kernels::gather_rows(out.data<float>(), src.data<float>(), index, n, width,
-                                       src.dim(0), fault, stream));
+                                       src.dim(0), accumulate, fault, stream));
   });
 }
 

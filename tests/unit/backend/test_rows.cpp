@@ -70,6 +70,17 @@ void check_gather(const RowsCase& p) {
   EXPECT_TRUE(all_close(out.values(), ref, Tol{0.0, 0.0}));
   EXPECT_TRUE(out.guard_intact());
   EXPECT_TRUE(idx.guard_intact());
+  // Accumulating: each row adds its source row to what is there (a skipped index adds
+  // nothing), the same bits as a plain loop.
+  const std::vector<double> base = rng.vec(p.n * p.W);
+  Guarded<T> sum(Shape(p.n, p.W), base);
+  std::vector<T> want(base.begin(), base.end());
+  for (int64_t i = 0; i < p.n; ++i)
+    for (int64_t w = 0; w < p.W && iv[i] >= 0; ++w)
+      want[i * p.W + w] += static_cast<T>(sv[iv[i] * p.W + w]);
+  ops::gather_rows(sum, src, idx, /*accumulate=*/true);
+  EXPECT_TRUE(bitwise_equal(sum.values(), std::vector<double>(want.begin(), want.end())));
+  EXPECT_TRUE(sum.guard_intact());
 }
 
 template <class T, class I>
