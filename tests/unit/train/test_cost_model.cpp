@@ -49,6 +49,7 @@ TEST(CostModel, LayerSumsMatchHandCounts) {
   wm.model = small_tgn();  // GRU memory, one tgn attention layer
   StepWork step;
   step.events = 8, step.negatives = 1, step.memory_rows = 20, step.updated_rows = 5;
+  step.slot_reads[0] = 16;  // the rows the slots read
   StepStageWork w;
   step_stage_work(w, wm, step);
   // GRU over 5 rows: mail 2*4+3 = 11 plus time 3 is 14 wide, 12 gate rows:
@@ -56,8 +57,9 @@ TEST(CostModel, LayerSumsMatchHandCounts) {
   EXPECT_EQ(at(w, Stage::memory_update).flops(), 2 * 5 * 12 * 14 + 2 * 5 * 12 * 4);
   // Link predictor, B = 8, (1+K)B = 16 pairs, width 4: src [8,4,4], dst [16,4,4], out [16,1,4].
   EXPECT_EQ(at(w, Stage::loss).flops(), 2 * 8 * 4 * 4 + 2 * 16 * 4 * 4 + 2 * 16 * 1 * 4);
-  // Attention: 24 roots, 72 slots; 20 rows < 72 slots: table mode. A = round_up(4+3, 2) = 8.
-  const int64_t q = 2 * 24 * 8 * 7, table = 2 * (2 * 20 * 8 * 4), rest = 2 * (2 * 72 * 8 * 6);
+  // Attention: 24 roots, 72 slots; the 16 rows they read < 72 slots: table mode, over those
+  // 16 rows. A = round_up(4+3, 2) = 8.
+  const int64_t q = 2 * 24 * 8 * 7, table = 2 * (2 * 16 * 8 * 4), rest = 2 * (2 * 72 * 8 * 6);
   const int64_t merge = 2 * 24 * 8 * 8 + 2 * 24 * 4 * 12 + 2 * 24 * 4 * 4;
   EXPECT_EQ(at(w, Stage::embed).flops(), q + table + rest + merge);
   EXPECT_EQ(at(w, Stage::refine).flops(), 0);
