@@ -39,8 +39,9 @@ void Tgnn::refine(const Tensor& updated, const TgnnInputs& in, const MemoryRows&
       CopyMessages{msg, in.term_row, in.term_msg, in.term_weight, r, in.term_one_per_copy};
   refine_base_ = in.refine_base;
   msg_self_ = in.msg_self, msg_other_ = in.msg_other;
-  const CopyTimes gaps = in.refine_dt_of.defined() ? CopyTimes{in.refine_dts, in.refine_dt_of}
-                                                   : CopyTimes{in.refine_dt};
+  DB_ASSERT(in.refine_dts.defined() && in.refine_dt_of.defined() && in.refine_dt_of.numel() == r,
+            "tgnn: {} refined copies need their distinct gaps and refine_dt_of [{}]", r, r);
+  const CopyTimes gaps{in.refine_dts, in.refine_dt_of};
   Tensor start = refine_s_;
   if (cfg_.refine_start == RefineStart::updater) {
     // The copies' base rows, each once (the updater reads them through W_hh).

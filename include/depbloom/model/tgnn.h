@@ -56,8 +56,8 @@ struct TgnnInputs {
   Tensor refine_bases;    // [B'] i32 input row in [0, U)
   Tensor refine_base_of;  // [R] i32 in [0, B')
   Tensor refine_dt;       // [R] the read's time - the latest earlier in-batch event's (state dtype)
-  // Optional: the distinct values of refine_dt and each copy's index among them (the refiner
-  // and the updater start then encode each distinct gap once).
+  // The distinct values of refine_dt and each copy's index among them: the refiner and the
+  // updater start encode each distinct gap once.
   Tensor refine_dts;               // [Dt] (state dtype)
   Tensor refine_dt_of;             // [R] i32 in [0, Dt)
   Tensor term_row;                 // [T] i32 copy in [0, R)
