@@ -137,9 +137,6 @@ void BatchStager::stage_refine(StagedBatch& out, const BatchPlan& plan, StepAren
   model::TgnnInputs& in = out.in;
   const RefinePlan& rp = plan.refine;
   const int64_t r = plan.refined_rows(), t = rp.terms();
-  refine_base_.resize(static_cast<size_t>(r));
-  for (int64_t c = 0; c < r; ++c)
-    refine_base_[static_cast<size_t>(c)] = out.input_row(plan.refine_row[static_cast<size_t>(c)]);
   const int64_t n = rp.messages();
   msg_self_.resize(static_cast<size_t>(n));
   msg_other_.resize(static_cast<size_t>(n));
@@ -152,13 +149,11 @@ void BatchStager::stage_refine(StagedBatch& out, const BatchPlan& plan, StepAren
     msg_other_[at] = out.input_row(plan.writes.mail_other[mail]);
     msg_eid_[at] = plan.writes.mail_event[mail];
   }
-  const auto bases = static_cast<int64_t>(plan.refine_base.size());
-  refine_bases_.resize(static_cast<size_t>(bases));
-  for (int64_t b = 0; b < bases; ++b)
-    refine_bases_[static_cast<size_t>(b)] = out.input_row(plan.refine_base[static_cast<size_t>(b)]);
-  in.refine_base = upload(arena.device(), refine_base_.data(), Shape(r));
-  in.refine_bases = upload(arena.device(), refine_bases_.data(), Shape(bases));
-  in.refine_base_of = upload(arena.device(), plan.refine_base_of.data(), Shape(r));
+  in.refine_base = input_rows(plan.refine_row, out, arena);
+  in.refine_bases = input_rows(plan.refine_base, out, arena);
+  // Base rows are listed only for the updater start (PlanConfig::refine_bases), else empty.
+  in.refine_base_of = upload(arena.device(), plan.refine_base_of.data(),
+                             Shape(static_cast<int64_t>(plan.refine_base_of.size())));
   in.refine_dt = times_in(dtype_, plan.refine_dt, arena);
   in.refine_dts = times_in(dtype_, plan.refine_dts, arena);
   in.refine_dt_of = upload(arena.device(), plan.refine_dt_of.data(), Shape(r));

@@ -79,8 +79,8 @@ class BatchStager {
   std::vector<int32_t> mem_node_;
   std::vector<double> mem_time_, inv_time_;
   std::vector<int64_t> mem_id_;
-  // Refinement's per-copy and per-message arrays, in input rows.
-  std::vector<int32_t> refine_base_, refine_bases_, msg_self_, msg_other_;
+  // Refinement's per-message arrays, in input rows.
+  std::vector<int32_t> msg_self_, msg_other_;
   std::vector<int64_t> msg_eid_;
   std::vector<int32_t> coh_self_, coh_other_;
   std::vector<int64_t> coh_eid_;

@@ -12,7 +12,9 @@
 
 #include "depbloom/graph/neighbour_sampler.h"
 #include "depbloom/graph/temporal_csr.h"
+#include "depbloom/model/node_state.h"
 #include "depbloom/train/batch_plan.h"
+#include "depbloom/train/step_io.h"
 #include "depbloom/train/trainer.h"
 #include "unit/train/tiny_stream.h"
 
@@ -102,14 +104,19 @@ TEST(BatchPlan, ListsTheRowsReadAndTheWritesOfAHandMadeStep) {
 // event 4's destination.
 // Events 1..4 of the hand-made stream in `micro_batches` micro-batches (one event each by
 // default), negatives node 4.
-BatchPlan refined_hand_plan(bool refine_bases, int32_t micro_batches = 4) {
-  static const data::EventStream stream = hand_stream();
-  static const graph::TemporalCsr csr = graph::TemporalCsr::build(stream);
-  static const graph::RecentSampler sampler(csr, 2, 1);
+PlanConfig refined_hand_config(bool refine_bases) {
   PlanConfig cfg;
   cfg.hops = 1;
   cfg.neighbours = 2;
   cfg.refine_bases = refine_bases;
+  return cfg;
+}
+
+BatchPlan refined_hand_plan(bool refine_bases, int32_t micro_batches = 4) {
+  static const data::EventStream stream = hand_stream();
+  static const graph::TemporalCsr csr = graph::TemporalCsr::build(stream);
+  static const graph::RecentSampler sampler(csr, 2, 1);
+  const PlanConfig cfg = refined_hand_config(refine_bases);
   const int64_t events[] = {1, 2, 3, 4};
   const int32_t negatives[] = {4, 4, 4, 4};
   BatchPlan p;
@@ -197,6 +204,27 @@ TEST(BatchPlan, SlotReadsListEachRowTheSlotsReadOnce) {
       EXPECT_EQ(read[static_cast<size_t>(read_of[s])], slots[s]) << s;
       if (read_of[s] == next) ++next;
     }
+  }
+}
+
+// The stager hands the model exactly the plan's lists: base rows only when they were planned
+// (the updater start), the distinct gaps and the slot reads always.
+TEST(BatchPlan, StagedRefinedInputsHaveThePlansListLengths) {
+  for (const bool refine_bases : {false, true}) {
+    SCOPED_TRACE(refine_bases ? "base rows planned" : "no base rows");
+    const BatchPlan p = refined_hand_plan(refine_bases);
+    ASSERT_GT(p.refined_rows(), 0);
+    const model::NodeState state(6, 4, 2 * 4 + 1, 1);
+    BatchStager stager(refined_hand_config(refine_bases), DType::f32);
+    StepArena arena(Device::cpu());
+    const model::TgnnInputs in = stager.stage(p, state, arena).in;
+    EXPECT_EQ(in.refine_base.numel(), p.refined_rows());
+    EXPECT_EQ(in.refine_bases.numel(), static_cast<int64_t>(p.refine_base.size()));
+    EXPECT_EQ(in.refine_base_of.numel(), static_cast<int64_t>(p.refine_base_of.size()));
+    EXPECT_EQ(in.refine_dts.numel(), static_cast<int64_t>(p.refine_dts.size()));
+    EXPECT_EQ(in.refine_dt_of.numel(), p.refined_rows());
+    EXPECT_EQ(in.slot_read[0].numel(), static_cast<int64_t>(p.slot_read[0].size()));
+    EXPECT_EQ(in.slot_read_of[0].numel(), static_cast<int64_t>(p.slot_row[0].size()));
   }
 }
 
