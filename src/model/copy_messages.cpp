@@ -9,15 +9,16 @@
 namespace depbloom::model {
 namespace {
 
+// own_rows: the caller also takes one row per copy (msg undefined), which needs no spreading.
 void expect_messages(const char* what, const Tensor& per_msg, const Tensor& per_copy,
-                     const CopyMessages& msgs) {
+                     const CopyMessages& msgs, bool own_rows = false) {
   DB_ASSERT(msgs.distinct.defined() && per_msg.rank() == 2 &&
                 per_msg.dim(0) == msgs.distinct.dim(0) && per_copy.rank() == 2 &&
                 per_copy.dim(0) == msgs.copies && per_copy.dim(1) == per_msg.dim(1),
             "{}: per message {} and per copy {} do not fit {} distinct messages and {} copies",
             what, per_msg.str(), per_copy.str(), msgs.distinct.str(), msgs.copies);
   DB_ASSERT((msgs.msg.defined() ? msgs.msg.numel() == msgs.terms()
-                                : msgs.one_per_copy && per_msg.dim(0) == msgs.copies) &&
+                                : own_rows && msgs.one_per_copy && per_msg.dim(0) == msgs.copies) &&
                 (!msgs.weight.defined() || msgs.weight.numel() == msgs.terms()),
             "{}: {} terms with message indices {} and weights {}", what, msgs.terms(),
             msgs.msg.str(), msgs.weight.str());
@@ -30,14 +31,6 @@ void expect_messages(const char* what, const Tensor& per_msg, const Tensor& per_
 void spread_to_copies(const Tensor& out, const Tensor& per_msg, const CopyMessages& msgs,
                       bool accumulate, Arena& arena) {
   expect_messages("spread_to_copies", per_msg, out, msgs);
-  if (!msgs.msg.defined()) {  // copy c's own row
-    if (accumulate) {
-      ops::axpy(out, 1.0, per_msg);
-    } else {
-      ops::copy(out, per_msg);
-    }
-    return;
-  }
   if (msgs.one_per_copy) {
     ops::gather_rows(out, per_msg, msgs.msg, accumulate);
     return;
@@ -56,10 +49,6 @@ void collect_to_messages(const Tensor& per_msg, const Tensor& per_copy, const Co
   expect_messages("collect_to_messages", per_msg, per_copy, msgs);
   const int64_t t = msgs.terms();
   if (t == 0) return;
-  if (!msgs.msg.defined()) {
-    ops::axpy(per_msg, 1.0, per_copy);
-    return;
-  }
   if (msgs.one_per_copy) {
     ops::scatter_add_rows(per_msg, per_copy, msgs.msg);
     return;
@@ -75,7 +64,7 @@ void project_messages(const Tensor& out, const Tensor& w, const CopyMessages& ms
   DB_ASSERT(!b.defined() || msgs.one_per_copy,
             "project_messages: a bias needs one term per copy (weights would scale it)");
   if (!msgs.msg.defined()) {  // one row per copy: nothing to spread
-    expect_messages("project_messages", out, out, msgs);
+    expect_messages("project_messages", out, out, msgs, /*own_rows=*/true);
     ops::gemm(out, msgs.distinct, ops::Trans::N, w, ops::Trans::T, 1.0, accumulate ? 1.0 : 0.0);
     if (b.defined()) ops::bias_add(out, b);
     return;
@@ -97,7 +86,7 @@ void project_messages_backward(const Tensor& d_distinct, const Tensor& dw, const
     ops::fill(d_proj, 0.0);
     collect_to_messages(d_proj, d_out, msgs, arena);
   } else {
-    expect_messages("project_messages_backward", d_out, d_out, msgs);
+    expect_messages("project_messages_backward", d_out, d_out, msgs, /*own_rows=*/true);
   }
   ops::gemm(dw, d_proj, ops::Trans::T, msgs.distinct, ops::Trans::N, 1.0, 1.0);
   if (db.defined()) ops::bias_grad(db, d_proj);

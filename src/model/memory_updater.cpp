@@ -66,7 +66,6 @@ void RecurrentMemoryUpdater::forward_copies(const Tensor& h_new, MemoryUpdaterCo
             "match [D, {}], [B, {}], [B', {}] and B",
             msgs.copies, msgs.distinct.str(), memory.str(), bases.distinct.str(), mail_dt.copies(),
             mail_dim_, hidden_, hidden_);
-  ctx.input = Tensor{};
   ctx.times = encode_times(time_, ctx.time, mail_dt, arena);
   ctx.msgs = msgs, ctx.bases = bases;
   ctx.w_ih = detail::column_blocks(arena, store_->value(weight_ih_),

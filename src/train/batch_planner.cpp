@@ -69,22 +69,29 @@ void BatchPlanner::plan_slot_reads(BatchPlan& p) {
     const auto h = static_cast<size_t>(l);
     p.slot_read[h].clear();
     p.slot_read_of[h].clear();
-    if (l >= hops) continue;
-    read_index_.assign(static_cast<size_t>(p.memory_rows() + p.refined_rows()), -1);
-    p.slot_read_of[h].resize(p.slot_row[h].size());
-    for (size_t s = 0; s < p.slot_row[h].size(); ++s) {
-      const int32_t row = p.slot_row[h][s];
-      int32_t index = -1;
-      if (row >= 0) {
-        index = read_index_[static_cast<size_t>(row)];
-        if (index < 0) {
-          index = static_cast<int32_t>(p.slot_read[h].size());
-          read_index_[static_cast<size_t>(row)] = index;
-          p.slot_read[h].push_back(row);
-        }
-      }
-      p.slot_read_of[h][s] = index;
+    if (l < hops)
+      list_distinct(p.slot_row[h], p.memory_rows() + p.refined_rows(), p.slot_read[h],
+                    p.slot_read_of[h]);
+  }
+}
+
+void BatchPlanner::list_distinct(const std::vector<int32_t>& rows, int64_t universe,
+                                 std::vector<int32_t>& distinct, std::vector<int32_t>& of) {
+  first_index_.assign(static_cast<size_t>(universe), -1);
+  distinct.clear();
+  of.resize(rows.size());
+  for (size_t i = 0; i < rows.size(); ++i) {
+    const int32_t row = rows[i];
+    if (row < 0) {
+      of[i] = -1;
+      continue;
     }
+    int32_t& index = first_index_[static_cast<size_t>(row)];
+    if (index < 0) {
+      index = static_cast<int32_t>(distinct.size());
+      distinct.push_back(row);
+    }
+    of[i] = index;
   }
 }
 

@@ -162,17 +162,7 @@ void BatchPlanner::plan_coherence(BatchPlan& p, uint64_t seed, double sample) co
 
 // Each copy's base row among the distinct ones, listed in the order of their first copy.
 void BatchPlanner::plan_refine_bases(BatchPlan& p) {
-  base_of_row_.assign(static_cast<size_t>(p.memory_rows()), -1);
-  p.refine_base.clear();
-  p.refine_base_of.resize(p.refine_row.size());
-  for (size_t c = 0; c < p.refine_row.size(); ++c) {
-    int32_t& b = base_of_row_[static_cast<size_t>(p.refine_row[c])];
-    if (b < 0) {
-      b = static_cast<int32_t>(p.refine_base.size());
-      p.refine_base.push_back(p.refine_row[c]);
-    }
-    p.refine_base_of[c] = b;
-  }
+  list_distinct(p.refine_row, p.memory_rows(), p.refine_base, p.refine_base_of);
 }
 
 // The distinct gaps, ascending, by sorting the copies on theirs (ties in copy order).

@@ -15,9 +15,9 @@
 namespace depbloom::model {
 
 struct CopyMessages {
-  Tensor distinct;     // [D, d_msg]
-  Tensor row;          // [T] i32 copy in [0, copies); may be undefined with one_per_copy
-  Tensor msg;          // [T] i32 distinct message in [0, D); undefined (one_per_copy): row c
+  Tensor distinct;  // [D, d_msg]
+  Tensor row;       // [T] i32 copy in [0, copies); may be undefined with one_per_copy
+  Tensor msg;  // [T] i32 distinct message in [0, D); undefined (one_per_copy, projections): row c
   Tensor weight;       // [T] (distinct's dtype); undefined: every weight is 1
   int64_t copies = 0;  // R
   // Term t is copy t's only term, at weight 1 (refine.aggregate: last): spreading is then a

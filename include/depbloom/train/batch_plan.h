@@ -151,11 +151,15 @@ class BatchPlanner {
   void plan_rows(BatchPlan& p);
   void plan_dropout_ids(BatchPlan& p) const;
   void plan_writes(BatchPlan& p);
-  void plan_refine(BatchPlan& p, int32_t micro_batches);    // after plan_writes
-  void plan_refine_mail_dt(BatchPlan& p) const;             // in plan_refine
-  void plan_refine_bases(BatchPlan& p);                     // in plan_refine
-  void plan_refine_gaps(BatchPlan& p);                      // in plan_refine
-  void plan_slot_reads(BatchPlan& p);                       // last: after the redirects
+  void plan_refine(BatchPlan& p, int32_t micro_batches);  // after plan_writes
+  void plan_refine_mail_dt(BatchPlan& p) const;           // in plan_refine
+  void plan_refine_bases(BatchPlan& p);                   // in plan_refine
+  void plan_refine_gaps(BatchPlan& p);                    // in plan_refine
+  void plan_slot_reads(BatchPlan& p);                     // last: after the redirects
+  // distinct = the rows [0, universe) among `rows` in first-appearance order, of[i] = rows[i]'s
+  // index among them (-1 where rows[i] < 0); first_index_ is the scratch.
+  void list_distinct(const std::vector<int32_t>& rows, int64_t universe,
+                     std::vector<int32_t>& distinct, std::vector<int32_t>& of);
   int32_t row_of(BatchPlan& p, int32_t node, double time);  // memory row, added if new
   void reserve_table(int64_t entries);
 
@@ -175,9 +179,8 @@ class BatchPlanner {
   // reads) and (row * m + micro-batch) -> request, or -1.
   std::unique_ptr<RefinePlanner> refine_planner_;
   std::vector<int32_t> micro_of_event_, req_node_, req_micro_, req_row_, req_copy_, pair_req_;
-  std::vector<int32_t> base_of_row_;  // [U] a memory row's index in refine_base, -1: none yet
   std::vector<int32_t> copy_order_;   // [R] the copies by ascending refine_dt
-  std::vector<int32_t> read_index_;   // [U + R] an input row's index in slot_read, -1: none yet
+  std::vector<int32_t> first_index_;  // list_distinct's: a row's index in its list, -1 none yet
 };
 
 }  // namespace depbloom::train
