@@ -4,7 +4,6 @@ checked against its run's metrics.jsonl and plan; exit 1 on a mismatch or a fail
 `check`: that check again on written files."""
 import argparse
 import csv
-import datetime
 import hashlib
 import json
 import math
@@ -13,9 +12,9 @@ import re
 import statistics
 import sys
 
-from bench_metrics import run_device, run_metrics, write_json
+from bench_metrics import (COLLECTIVE_KINDS as KINDS, cpu_model, fixed, known_mean, run_device,
+                           run_metrics, utc_now, write_json)
 
-KINDS = ("all_reduce", "all_gather", "all_gather_v", "broadcast", "barrier")
 CONFIGS = ("strict", "strict+refine", "strict+pipeline", "depbloom", "depbloom+refine+pipeline")
 DATASETS = ("wiki", "reddit", "wikitalk")
 GIB = float(1 << 30)
@@ -165,14 +164,11 @@ def sgemm_peak(gemm_json, root):
 
 
 def avg(rows, key):
-    v = [r.get(key) for r in rows if r.get(key) is not None]
-    return statistics.fmean(v) if v else None
+    return known_mean(r.get(key) for r in rows)
 
 
 def modelled_avg(rows, key):
-    v = [(r.get("modelled") or {}).get(key) for r in rows]
-    v = [x for x in v if x is not None]
-    return statistics.fmean(v) if v else None
+    return known_mean((r.get("modelled") or {}).get(key) for r in rows)
 
 
 def aggregate(rows):
@@ -224,7 +220,6 @@ def csv_row(r, head):
 
 
 def markdown(groups, head):
-    f = lambda x, n=3: "-" if x is None else f"{x:.{n}f}"
     mb = lambda x: None if x is None else x / 1e6
     prof = head["profile"] if head["modelled"] else "no cost model in this build"
     m = head["refine_micro_batches"]
@@ -239,19 +234,19 @@ def markdown(groups, head):
              "|" + "---|" * 20]
     for g in groups:
         lead = f"| {g['dataset']} | {g['model']} | {g['ranks']} | {g['config']} "
-        modelled = (f"| {f(g['modelled_epoch_seconds'], 3)} | {f(g['modelled_speedup_vs_strict'], 2)} "
+        modelled = (f"| {fixed(g['modelled_epoch_seconds'], 3)} | {fixed(g['modelled_speedup_vs_strict'], 2)} "
                     f"| {g['modelled_bound'] or '-'} |")
         if g["status"] != "ran":
             lines.append(lead + f"| {g['status']} |" + " |" * 12 + modelled[1:])
             continue
-        secs = "oversub." if g["oversubscribed"] else f(g["train_seconds_per_epoch"], 2)
+        secs = "oversub." if g["oversubscribed"] else fixed(g["train_seconds_per_epoch"], 2)
         pl, share = g["plan"], g["share_of_sgemm_peak"]
         lines.append(
-            lead + f"| {g['seeds']} | {secs} | {f(g['events_per_s'], 0)} | {f(g['test_ap_batch_mean'], 4)} "
-            f"| {f(g['test_new_nodes_ap_batch_mean'], 4)} | {f(g['collectives_per_epoch'], 0)} "
-            f"| {f(mb(g['bytes_per_epoch']), 2)} | {f(mb(g['exchange_bytes_per_epoch']), 2)} "
-            f"| {f(pl.get('cut_fraction'))} | {f(pl.get('max_imbalance'))} | {f(g['gflops_per_s'], 1)} "
-            f"| {f(None if share is None else 100 * share, 1)} | {f(g['speedup_vs_strict'], 2)} "
+            lead + f"| {g['seeds']} | {secs} | {fixed(g['events_per_s'], 0)} | {fixed(g['test_ap_batch_mean'], 4)} "
+            f"| {fixed(g['test_new_nodes_ap_batch_mean'], 4)} | {fixed(g['collectives_per_epoch'], 0)} "
+            f"| {fixed(mb(g['bytes_per_epoch']), 2)} | {fixed(mb(g['exchange_bytes_per_epoch']), 2)} "
+            f"| {fixed(pl.get('cut_fraction'), 3)} | {fixed(pl.get('max_imbalance'), 3)} | {fixed(g['gflops_per_s'], 1)} "
+            f"| {fixed(None if share is None else 100 * share, 1)} | {fixed(g['speedup_vs_strict'], 2)} "
             + modelled)
     lines += ["", "oversub.: more ranks than cores; AP and counts exact, time not a speed. "
               "Modelled columns come from the cost model (docs/cost_model.md), not measured."]
@@ -259,8 +254,8 @@ def markdown(groups, head):
 
 
 def machine():
-    cpu = next((l.split(":", 1)[1].strip() for l in open("/proc/cpuinfo")
-                if l.lower().startswith("model name")), "unknown CPU")
+    cpu = cpu_model()
+    cpu = "unknown CPU" if cpu is None else cpu
     return {"name": f"{cpu}, {os.cpu_count()} cores", "cpu_model": cpu,
             "nproc": os.cpu_count()}
 
@@ -333,7 +328,7 @@ def summarise(a):
     peak, peak_source = sgemm_peak(a.gemm, root)
     rows = [summarise_run(m, a.cores, peak) for m in manifest]
     head = {"benchmark": "speedup", "mode": a.mode, "commit": a.commit, "machine": machine(),
-            "generated": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+            "generated": utc_now(),
             "suite_seconds": a.seconds, "epochs": a.epochs, "max_events": a.max_events,
             "synth_scale": a.scale, "refine_micro_batches": a.refine_m, "window_steps": 8,
             "batch_size": "P x 600", "pipeline_available": a.pipeline == "yes",
