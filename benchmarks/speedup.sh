@@ -28,7 +28,6 @@
 #   --profile    the cost model's device profile (default h200-nvlink, configs/devices/)
 #   --max-gib G  refuse runs whose estimated memory exceeds G GiB (default 20)
 #   --model-only the plans and the cost model's columns, no training (seconds, not hours)
-# Environment: DEPBLOOM_TRAIN, DEPBLOOM_DATA override the build's binaries.
 set -euo pipefail
 
 here=$(pwd)
@@ -38,19 +37,19 @@ source "$root/benchmarks/bench_common.sh"
 
 mode=full models=tgn,jodie,apan datasets=wiki,reddit,wikitalk ranks=1,2,4,8 epochs=3 seeds=3
 scale=1 max_events=0 refine_m=4 profile=h200-nvlink max_gib=20 model_only=no
-BUILD=build out_dir=$root/benchmarks/results work=$root/runs/speedup
+build=build out_dir=$root/benchmarks/results work=$root/runs/speedup
 overrides=()
 while [[ $# -gt 0 ]]; do
   case $1 in
     --smoke) mode=smoke models=tgn datasets=wiki ranks=1,2 epochs=1 seeds=1 max_events=6000 ;;
     --quick) mode=quick models=tgn datasets=wiki,reddit ranks=1,2,4 epochs=1 seeds=1 scale=0.1 ;;
     --model-only) model_only=yes ;;
-    --build) BUILD=$2; shift ;;
+    --build) build=$2; shift ;;
     --out-dir) out_dir=$(absolute "$2"); shift ;;
     --work) work=$(absolute "$2"); shift ;;
     --models | --datasets | --ranks | --epochs | --seeds | --scale | --refine-m | --profile | --max-gib)
       overrides+=("$1" "$2"); shift ;;
-    -h | --help) sed -n '2,31p' "$0"; exit 0 ;;
+    -h | --help) sed -n '2,30p' "$0"; exit 0 ;;
     *) echo "unknown option $1 (see --help)" >&2; exit 2 ;;
   esac
   shift
@@ -65,19 +64,8 @@ for ((i = 0; i < ${#overrides[@]}; i += 2)); do
   esac
 done
 
-BUILD=$(absolute "$BUILD")
-train=$(absolute "${DEPBLOOM_TRAIN:-$BUILD/depbloom-train}")
-data_tool=$(absolute "${DEPBLOOM_DATA:-$BUILD/depbloom-data}")
-[[ -x $train ]] || { echo "no $train (--build DIR or DEPBLOOM_TRAIN=path)" >&2; exit 2; }
-command -v python3 >/dev/null || { echo "python3 is needed to write the JSON" >&2; exit 2; }
-command -v mpirun >/dev/null || { echo "mpirun is needed for --ranks" >&2; exit 2; }
-cores=$(nproc)
-runs=$work/$(date +%Y%m%d-%H%M%S)
-manifest=$runs/manifest.tsv
-cd "$root"  # the configs' data paths are relative to the repository
-mkdir -p "$runs" "$out_dir"
-: >"$manifest"
-report() { PYTHONPATH="$root/benchmarks" python3 "$root/benchmarks/speedup_report.py" "$@"; }
+use_build "$build" mpi
+start_runs "$out_dir"
 
 # What this binary can do: the pipeline key (issue 18) and the cost model's --profile.
 probe=(--config configs/tgn-wiki.yaml --plan --ranks 2 --set data.max_events=2000)
@@ -99,13 +87,11 @@ declare -A config_sets=(
 configs="strict strict+refine strict+pipeline depbloom depbloom+refine+pipeline"
 
 status=0
-# record DATASET MODEL P CONFIG SEED THREADS DIR STATUS: one manifest line.
-record() { (IFS=$'\t'; echo "$*") >>"$manifest"; }
-
 # run DATASET DATA MODEL P CONFIG SEED: the plan (and the model's), then one training run.
 run() {
   local dataset=$1 data=$2 model=$3 p=$4 config=$5 seed=$6 rc=0
-  local dir=$runs/$dataset-$model-p$p-$config-s$seed threads=$((cores / p > 0 ? cores / p : 1))
+  local dir=$runs/$dataset-$model-p$p-$config-s$seed threads
+  threads=$(rank_threads "$p")
   local sets=(--set partition.window_steps=8 --set "train.batch_size=$((p * 600))"
     --set "train.epoch=$epochs" --set train.patience=0 --set "data.max_events=$max_events"
     --set run.checkpoint=false --set run.progress=false)
@@ -134,7 +120,7 @@ run() {
     return
   fi
   local gib
-  gib=$(report estimate --data "$data" --config "configs/$model-wiki.yaml" --ranks "$p" \
+  gib=$(report speedup estimate --data "$data" --config "configs/$model-wiki.yaml" --ranks "$p" \
     --batch $((p * 600)) --max-events "$max_events")
   if python3 -c "import sys; sys.exit(0 if float('$gib') > float('$max_gib') else 1)"; then
     log "$dataset $model P=$p $config: estimated $gib GiB > $max_gib GiB, refused"
@@ -144,22 +130,15 @@ run() {
   local launch=()
   [[ $p -gt 1 ]] && launch=(--ranks "$p")
   log "$dataset $model P=$p $config seed $seed ($threads threads/rank) into $dir"
-  "$train" "${base[@]}" "${launch[@]}" --device cpu --threads "$threads" --seed "$seed" \
-    --out "$dir" >"$dir/train.log" 2>&1 || rc=$?
-  [[ $rc -eq 0 ]] || { log "failed with exit code $rc (see $dir/train.log)"; status=1; }
+  train_into "$dir" "${base[@]}" "${launch[@]}" --device cpu --threads "$threads" \
+    --seed "$seed" || rc=$?
   record "$dataset" "$model" "$p" "$config" "$seed" "$threads" "$dir" "exit $rc"
 }
 
 start=$SECONDS
 head=$(git -C "$root" rev-parse HEAD 2>/dev/null || echo unknown)  # the checkout the runs start from
 for dataset in ${datasets//,/ }; do
-  case $dataset in
-    wiki) data=data/wikipedia/wikipedia_edges.csv ;;
-    reddit | wikitalk)
-      need_synth "$dataset" "$scale" >&2 || { log "no $dataset data"; status=1; continue; }
-      data=$(synth_dir "$dataset" "$scale") ;;
-    *) log "unknown dataset $dataset (wiki, reddit, wikitalk)"; status=1; continue ;;
-  esac
+  data=$(dataset_data "$dataset" "$scale") || { status=1; continue; }
   for model in ${models//,/ }; do
     for ((seed = 0; seed < seeds; ++seed)); do
       for p in ${ranks//,/ }; do
@@ -171,11 +150,11 @@ done
 
 # The machine's SGEMM peak: bench_gemm's best f32 rate with every core (else cpu-here.yaml's).
 peak=$runs/sgemm_peak.json
-if [[ $mode != smoke && $model_only == no && -x $BUILD/benchmarks/bench_gemm ]]; then
-  "$BUILD/benchmarks/bench_gemm" --benchmark_filter='BM_Gemm<float>' --benchmark_format=json \
+if [[ $mode != smoke && $model_only == no && -x $build/benchmarks/bench_gemm ]]; then
+  "$build/benchmarks/bench_gemm" --benchmark_filter='BM_Gemm<float>' --benchmark_format=json \
     --benchmark_min_time=0.3 >"$peak" 2>/dev/null || rm -f "$peak"
 fi
-report summarise --manifest "$manifest" --out-dir "$out_dir" --mode "$mode" --cores "$cores" \
+report speedup summarise --manifest "$manifest" --out-dir "$out_dir" --mode "$mode" --cores "$cores" \
   --epochs "$epochs" --max-events "$max_events" --scale "$scale" --refine-m "$refine_m" \
   --profile "$profile" --modelled "$modelled" --pipeline "$pipeline" --gemm "$peak" \
   --seconds $((SECONDS - start)) --commit "$head" || status=1

@@ -21,11 +21,24 @@
 # (every log and run folder, rewritten after each step, so a cut-off run still returns
 # what it did) and train_models.json.
 #
+#   tools/gpu-check.sh [--build DIR]
+#
 # Programs: from .gpu-kit/kit.tar.xz when present (made here by tools/gpu-kit.sh: for a GPU
-# machine without DepBloom's dependencies, such as the lent H200), else built in build-gpu.
+# machine without DepBloom's dependencies, such as the lent H200), else built in the build
+# folder DIR (default build-gpu: a CUDA build for sm_90 of its own).
 set -uo pipefail
+here=$PWD
 cd "$(dirname "${BASH_SOURCE[0]}")/.." || exit 2
 root=$PWD
+build=$root/build-gpu
+while [[ $# -gt 0 ]]; do
+  case $1 in
+    --build) [[ $2 = /* ]] && build=$2 || build=$here/$2; shift ;;
+    -h | --help) sed -n '2,28p' "$0"; exit 0 ;;
+    *) echo "unknown option $1 (see --help)" >&2; exit 2 ;;
+  esac
+  shift
+done
 OUT=${OUT:-$root/gpu-check-out}
 BUDGET_S=${BUDGET_S:-540}
 mkdir -p "$OUT"
@@ -36,6 +49,8 @@ summary=$OUT/summary.txt
 : >"$summary"
 
 note() { echo "$*" | tee -a "$summary"; }
+# report COMMAND FILE...: one summary line from run folders (benchmarks/gpu_check_report.py).
+report() { python3 benchmarks/gpu_check_report.py "$@" | tee -a "$summary"; }
 # Checkpoints stay out: the returned files are capped at 16 MB each.
 pack() { tar -C "$work" --exclude='*.ckpt' -czf "$OUT/logs.tar.gz" logs 2>/dev/null; }
 # step NAME LIMIT_S COMMAND...: runs COMMAND with its output in logs/NAME.log, within
@@ -62,7 +77,7 @@ step() {
   nvidia-smi || true
   nproc
   uname -a
-  cat /etc/os-release 2>/dev/null | head -2
+  head -2 /etc/os-release 2>/dev/null
 } >"$logs/machine.log" 2>&1
 
 # ---- the programs --------------------------------------------------------------------
@@ -99,15 +114,15 @@ if [[ -f .gpu-kit/kit.tar.xz ]]; then
     mkdir -p "$(dirname "$src")" && ln -sfn "$root" "$src"
   fi
 else
-  step build 400 bash -c "cmake -S . -B build-gpu -G Ninja -DCMAKE_BUILD_TYPE=Release \
-    -DCMAKE_CUDA_ARCHITECTURES=${CMAKE_CUDA_ARCHITECTURES:-90} && cmake --build build-gpu -j $(nproc)"
+  # shellcheck disable=SC2016  # the inner shell expands its own arguments
+  step build 400 bash -c 'cmake -S . -B "$0" -G Ninja -DCMAKE_BUILD_TYPE=Release \
+    -DCMAKE_CUDA_ARCHITECTURES="$1" && cmake --build "$0" -j "$(nproc)"' \
+    "$build" "${CMAKE_CUDA_ARCHITECTURES:-90}"
   bin=$work/bin
   mkdir -p "$bin"
-  for p in build-gpu/depbloom-train build-gpu/depbloom-data build-gpu/tests/test_gpu \
-    build-gpu/tests/test_dist_gpu build-gpu/tests/test_strict build-gpu/tests/test_depbloom \
-    build-gpu/benchmarks/bench_gemm \
-    build-gpu/benchmarks/bench_gru; do
-    [[ -x $p ]] && ln -s "$root/$p" "$bin/"
+  for p in depbloom-train depbloom-data tests/test_gpu tests/test_dist_gpu tests/test_strict \
+    tests/test_depbloom benchmarks/bench_gemm benchmarks/bench_gru; do
+    [[ -x $build/$p ]] && ln -s "$build/$p" "$bin/"
   done
   mpirun=$(command -v mpirun || echo mpirun)
 fi
@@ -149,27 +164,13 @@ step train_cuda_1rank 120 "$bin/depbloom-train" "${quick[@]}" --set run.max_batc
 step train_cuda_mpi_np2 120 "${launch[@]}" -np 2 -x OMP_NUM_THREADS=4 "$bin/depbloom-train" \
   "${quick[@]}" --set run.max_batches=4 --set dist.communicator=mpi --out "$logs/runs/cuda_mpi_np2"
 if [[ -f $logs/runs/cuda_1rank/metrics.jsonl && -f $logs/runs/cuda_mpi_np2/metrics.jsonl ]]; then
-  python3 - "$logs/runs/cuda_1rank/metrics.jsonl" "$logs/runs/cuda_mpi_np2/metrics.jsonl" <<'EOF' | tee -a "$summary"
-import json, sys
-one, two = ([json.loads(l) for l in open(p)] for p in sys.argv[1:])
-def rel(a, b): return abs(a - b) / max(abs(b), 1e-12)
-e1, e2 = one[0], two[0]
-print("cli 2 CUDA ranks over mpi vs 1: epoch loss %.6f vs %.6f (rel %.1e); val AP %.6f vs %.6f (rel %.1e); sync points %s"
-      % (e2["loss"], e1["loss"], rel(e2["loss"], e1["loss"]), e2["val"]["ap"], e1["val"]["ap"],
-         rel(e2["val"]["ap"], e1["val"]["ap"]), e2.get("comm", {}).get("sync_points")))
-EOF
+  report ranks "$logs/runs/cuda_1rank/metrics.jsonl" "$logs/runs/cuda_mpi_np2/metrics.jsonl"
 fi
 # ---- issue 15: host waits per step, a hung GPU rank -----------------------------------
 step host_waits 90 "$bin/depbloom-train" "${quick[@]}" --set train.epoch=2 \
   --out "$logs/runs/host_waits"
 if [[ -f $logs/runs/host_waits/metrics.jsonl ]]; then
-  python3 - "$logs/runs/host_waits/metrics.jsonl" <<'EOF' | tee -a "$summary"
-import json, sys
-lines = [json.loads(l) for l in open(sys.argv[1])]
-waits = [j.get("host_waits_per_step") for j in lines if "epoch" in j]
-print("host waits per training step, by epoch: %s (goal: 1, the loss read)"
-      % ", ".join("%.2f" % w if w is not None else "missing" for w in waits))
-EOF
+  report host-waits "$logs/runs/host_waits/metrics.jsonl"
 fi
 # rank_hang.sh starts `depbloom-train --ranks 2`, which runs `mpirun`: the kit's, by PATH.
 hang_path=$work/hang-bin
@@ -188,24 +189,14 @@ step bench_gemm 90 "$bin/bench_gemm" --benchmark_filter=Cuda --benchmark_min_tim
   --benchmark_out="$logs/bench_gemm.json" --benchmark_out_format=json
 step bench_gru 90 "$bin/bench_gru" --benchmark_filter=Cuda --benchmark_min_time=0.1 \
   --benchmark_out="$logs/bench_gru.json" --benchmark_out_format=json
-step train_models 300 env BUILD="$bin" DEVICE=cuda:0 EPOCHS="${EPOCHS:-3}" \
+step train_models 300 env DEVICE=cuda:0 EPOCHS="${EPOCHS:-3}" \
   OUT="$OUT/train_models.json" RUNS="$logs/runs/train_models" \
-  MODELS="tgn-wiki jodie-wiki apan-wiki" benchmarks/train_models.sh
+  MODELS="tgn-wiki jodie-wiki apan-wiki" benchmarks/train_models.sh --build "$bin"
 # ---- issue 19: the cost model's single-GPU epoch (h200-nvlink, or PROFILE) against TGN's
 if [[ -f $logs/runs/train_models/tgn-wiki/metrics.jsonl ]]; then
   "$bin/depbloom-train" --config configs/tgn-wiki.yaml --plan --profile "${PROFILE:-h200-nvlink}" \
     2>"$logs/cost_model.log" | grep '^{"plan"' >"$logs/cost_model.json"
-  python3 - "$logs/runs/train_models/tgn-wiki/metrics.jsonl" "$logs/cost_model.json" <<'EOF' | tee -a "$summary"
-import json, sys
-ep = [json.loads(l) for l in open(sys.argv[1]) if '"stage_s"' in l]
-model = json.load(open(sys.argv[2]))["plan"]["model"]
-meas = sum(e["train_seconds"] for e in ep) / len(ep)
-pred = model["epoch_seconds"]["serial"]
-stages = ", ".join("%s %.3f/%.3f" % (k, v, sum(e["stage_s"][k] for e in ep) / len(ep))
-                   for k, v in model["stages"].items() if k in ep[0]["stage_s"])
-print("cost model (%s, modelled) TGN WIKI one-GPU epoch %.3f s vs measured %.3f s: %+.0f%%; "
-      "stages modelled/measured s: %s" % (model["profile"], pred, meas, 100 * (pred - meas) / meas, stages))
-EOF
+  report cost-model "$logs/runs/train_models/tgn-wiki/metrics.jsonl" "$logs/cost_model.json"
 fi
 # ---- with what is left: compute-sanitizer's memcheck over the op suites ---------------
 sanitizer=$(command -v compute-sanitizer || ls /usr/local/cuda/bin/compute-sanitizer 2>/dev/null)

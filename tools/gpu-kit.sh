@@ -6,35 +6,45 @@
 # NCCL, cuDNN: the GPU machine's), and a relocatable copy of Open MPI's launcher, plugins and
 # help files. Writes .gpu-kit/kit.tar.xz (git-ignored; the device tool carries it).
 #
-#   tools/gpu-kit.sh                  # builds build-kit first when needed
-#   BUILD=build-other tools/gpu-kit.sh
+#   tools/gpu-kit.sh                    # builds build-kit first when needed
+#   tools/gpu-kit.sh --build build-other
 #
-# The build is Release, CUDA for sm_90 (H100/H200) unless CMAKE_CUDA_ARCHITECTURES says
-# otherwise, and without -march=native (DEPBLOOM_NATIVE=OFF): the GPU machine's CPU may lack
-# this machine's instructions. Needs the CUDA toolkit here, of the GPU machine's major
-# version (the programs load libcudart.so.<major> there).
+# --build DIR names the build folder (default build-kit, a build of its own; relative to
+# the starting folder). The build is Release, CUDA for sm_90 (H100/H200) unless
+# CMAKE_CUDA_ARCHITECTURES says otherwise, and without -march=native (DEPBLOOM_NATIVE=OFF):
+# the GPU machine's CPU may lack this machine's instructions. Needs the CUDA toolkit here,
+# of the GPU machine's major version (the programs load libcudart.so.<major> there).
 set -euo pipefail
+here=$PWD
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+build=$root/build-kit
+while [[ $# -gt 0 ]]; do
+  case $1 in
+    --build) [[ $2 = /* ]] && build=$2 || build=$here/$2; shift ;;
+    -h | --help) sed -n '2,16p' "$0"; exit 0 ;;
+    *) echo "unknown option $1 (see --help)" >&2; exit 2 ;;
+  esac
+  shift
+done
 cd "$root"
-BUILD=${BUILD:-build-kit}
 ARCH=${CMAKE_CUDA_ARCHITECTURES:-90}
 kit=$root/.gpu-kit
 stage=$kit/stage
 
-if [[ ! -f $BUILD/CMakeCache.txt ]]; then
-  cmake -S . -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Release -DDEPBLOOM_CUDA=ON \
+if [[ ! -f $build/CMakeCache.txt ]]; then
+  cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DDEPBLOOM_CUDA=ON \
     -DDEPBLOOM_NATIVE=OFF -DCMAKE_CUDA_ARCHITECTURES="$ARCH"
 fi
-grep -q 'DEPBLOOM_WITH_CUDA:INTERNAL=ON\|DEPBLOOM_CUDA:STRING=ON' "$BUILD/CMakeCache.txt" ||
-  echo "warning: $BUILD may not be a CUDA build" >&2
-cmake --build "$BUILD" -j "$(nproc)"
+grep -q 'DEPBLOOM_WITH_CUDA:INTERNAL=ON\|DEPBLOOM_CUDA:STRING=ON' "$build/CMakeCache.txt" ||
+  echo "warning: $build may not be a CUDA build" >&2
+cmake --build "$build" -j "$(nproc)"
 
 rm -rf "$stage"
 mkdir -p "$stage/bin" "$stage/lib"
-programs=("$BUILD/depbloom-train" "$BUILD/depbloom-data" "$BUILD"/tests/test_gpu
-  "$BUILD"/tests/test_dist_gpu "$BUILD"/tests/test_strict "$BUILD"/tests/test_depbloom
-  "$BUILD"/tests/test_backend
-  "$BUILD"/benchmarks/bench_gemm "$BUILD"/benchmarks/bench_gru)
+programs=("$build/depbloom-train" "$build/depbloom-data" "$build"/tests/test_gpu
+  "$build"/tests/test_dist_gpu "$build"/tests/test_strict "$build"/tests/test_depbloom
+  "$build"/tests/test_backend
+  "$build"/benchmarks/bench_gemm "$build"/benchmarks/bench_gru)
 for p in "${programs[@]}"; do
   [[ -x $p ]] || { echo "missing $p" >&2; exit 1; }
   cp "$p" "$stage/bin/"
