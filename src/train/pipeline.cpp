@@ -43,7 +43,7 @@ void StepWriter::clear_marks() {
 
 void StepWriter::apply(const model::WriteSet& writes, model::NodeState& state, Arena& arena) {
   flush();
-  void (*after)(void*) = after_;
+  std::function<void()> after = std::move(after_);
   after_ = nullptr;  // for this apply only
   if (mode_ != Mode::split) {
     const int64_t rows = state.apply(writes, model::WriteFilter{}, arena);
@@ -55,7 +55,7 @@ void StepWriter::apply(const model::WriteSet& writes, model::NodeState& state, A
     std::lock_guard<std::mutex> lock(mutex_);
     job_ = writes;
     job_state_ = &state;
-    job_after_ = after, job_after_ctx_ = after_ctx_;
+    job_after_ = std::move(after);
     pending_ = true;
   }
   wake_.notify_one();
@@ -102,7 +102,7 @@ void StepWriter::side_loop() {
       side_arena_.reset();
       rows = job_state_->apply(job_, model::WriteFilter{mark_.data(), 0}, side_arena_);
       apply_s = watch.seconds();
-      if (job_after_ != nullptr) job_after_(job_after_ctx_);
+      if (job_after_) job_after_();
     } catch (...) {
       error = std::current_exception();
     }

@@ -1,5 +1,5 @@
-// Trainer: construction (model, node state, samplers, planner), the epoch loop over the
-// strategy's schedule, and the test passes.
+// Trainer: construction (model, node state, samplers, planner, the step runner and its
+// pipeline), the epoch loop over the strategy's schedule, and the test passes.
 #include "depbloom/train/trainer.h"
 
 #include <algorithm>
@@ -54,7 +54,7 @@ std::unique_ptr<model::NodeState> make_state(const data::EventStream& stream,
 
 Trainer::Trainer(const data::EventStream& stream, const data::ChronoSplit& split,
                  const TrainerConfig& cfg)
-    : stream_(stream), split_(split), cfg_(cfg), arena_(std::make_unique<StepArena>(cfg.device)) {
+    : stream_(stream), split_(split), cfg_(cfg) {
   DB_ASSERT(cfg.dtype == DType::f32 || cfg.device.is_cpu(), "f64 training runs on the CPU only");
   if (split.train.empty()) DB_THROW(data, "{}: the training split is empty", stream.source);
   cfg_.model.d_edge = stream.edge_dim;
@@ -76,8 +76,6 @@ Trainer::Trainer(const data::EventStream& stream, const data::ChronoSplit& split
   strategy_ = make_strategy(cfg.strategy, ctx);
   strategy_->sync_parameters(*store_);
   state_ = make_state(stream, cfg_);
-  backup_a_ = make_state(stream, cfg_);
-  backup_b_ = make_state(stream, cfg_);
 
   plan_cfg_ = plan_config(cfg_);
   // TGN's protocol samples training neighbours from the training events only (the held-out
@@ -103,20 +101,33 @@ Trainer::Trainer(const data::EventStream& stream, const data::ChronoSplit& split
     }
   }
   make_targets();
-  DB_ASSERT(cfg.pipeline.horizon >= 1, "pipeline.horizon is {}", cfg.pipeline.horizon);
-  if (cfg.pipeline.enabled) {
-    spare_arena_ = std::make_unique<StepArena>(cfg.device);
-    ahead_.resize(static_cast<size_t>(cfg.pipeline.horizon) + 2);
-    ahead_step_.assign(ahead_.size(), -1);
-  }
   // The side thread only on a CPU run: a CUDA step's writes stay on its stream.
   writer_ =
       std::make_unique<StepWriter>(stream.num_nodes, cfg.pipeline.enabled && cfg.device.is_cpu());
-  const int64_t most = std::max(cfg.batch_size, cfg.eval_batch_size);
-  negatives_.reserve(static_cast<size_t>(most * std::max(1, cfg.eval_negatives)));
-  const size_t eval_events = split.val.size() + split.test.size();
-  metrics_.reserve(eval_events * (1 + static_cast<size_t>(cfg.eval_negatives)),
-                   static_cast<size_t>(most * (1 + cfg.eval_negatives)));
+  runner_ = std::make_unique<StepRunner>(step_parts());
+  steps_ = std::make_unique<StepPipeline>(*runner_, *writer_, *strategy_, cfg.pipeline, cfg.device);
+  evaluator_ = std::make_unique<Evaluator>(*steps_, *runner_, *state_, cfg_,
+                                           split.val.size() + split.test.size());
+}
+
+StepParts Trainer::step_parts() {
+  StepParts p;
+  p.cfg = &cfg_;
+  p.plan = &plan_cfg_;
+  p.store = store_.get();
+  p.model = model_.get();
+  p.state = state_.get();
+  p.planner = planner_.get();
+  p.stager = stager_.get();
+  p.train_sampler = train_sampler_.get();
+  p.eval_sampler = eval_sampler_.get();
+  p.train_negatives = train_negatives_.get();
+  p.eval_negatives = eval_negatives_.get();
+  p.strategy = strategy_.get();
+  p.writer = writer_.get();
+  p.edge_feat = edge_feat_.view();
+  p.targets = targets_.view();
+  return p;
 }
 
 Trainer::~Trainer() = default;
@@ -155,10 +166,38 @@ void Trainer::make_targets() {
 }
 
 const Schedule& Trainer::schedule_epoch() {
-  writer_->flush();  // the deferred writes may point into the old schedule's steps' plans
-  strategy_->schedule(schedule_, split_.train, cfg_.batch_size, cfg_.max_batches);
-  std::fill(ahead_step_.begin(), ahead_step_.end(), -1);
-  return schedule_;
+  Schedule& schedule = steps_->reschedule();
+  strategy_->schedule(schedule, split_.train, cfg_.batch_size, cfg_.max_batches);
+  return schedule;
+}
+
+void Trainer::plan_step(BatchPlan& out, const ScheduledStep& step, int epoch) {
+  runner_->plan_step(out, step, static_cast<uint32_t>(epoch));
+}
+
+double Trainer::train_step(const ScheduledStep& step, int epoch) {
+  const StepData& d = steps_->train(step, static_cast<uint32_t>(epoch), stages_);
+  // Each rank checked its own events' loss; this is the global one (the same on every rank).
+  check_finite_loss(d.loss, d);
+  loss_trace_.push_back(d.loss);
+  coherence_sum_ += d.empty() ? 0.0 : d.coherence_loss;
+  return d.loss;
+}
+
+double Trainer::step_loss(const int64_t* events, int64_t count, int epoch, bool with_gradients) {
+  writer_->flush();
+  const ScheduledStep step = contiguous_part(events, count, 0, 1);
+  const StageMask mask = with_gradients ? kForwardStages.with(Stage::backward) : kForwardStages;
+  StepData& d = steps_->run(step, static_cast<uint32_t>(epoch), Pass::train, mask);
+  const double loss = d.local_loss + d.coherence_loss;
+  d.step = nullptr;
+  return loss;
+}
+
+const model::WriteSet& Trainer::step_writes() {
+  StepData& d = steps_->current();
+  d.writes = runner_->collect_writes(d, steps_->arena());
+  return d.writes;
 }
 
 EpochForecast Trainer::forecast_epoch(
@@ -205,8 +244,8 @@ EpochResult Trainer::run_epoch(int epoch, const ProgressFn& progress) {
   r.epoch = epoch;
   r.strategy = strategy_->name();
   stages_ = StageTimes{};
-  reduce_wait_ = 0;
-  memory_rows_ = 0, refined_rows_ = 0, coherence_sum_ = 0;
+  runner_->reset_counts();
+  coherence_sum_ = 0;
   writer_->reset_counts();
   strategy_->begin_epoch();
   writer_->flush();
@@ -234,43 +273,27 @@ EpochResult Trainer::run_epoch(int epoch, const ProgressFn& progress) {
   r.loss = n > 0 ? loss_sum / static_cast<double>(n) : 0.0;
   r.train_seconds = watch.seconds();
   r.stages = stages_;
-  r.memory_rows = n > 0 ? static_cast<double>(memory_rows_) / static_cast<double>(n) : 0;
-  r.refined_rows = n > 0 ? static_cast<double>(refined_rows_) / static_cast<double>(n) : 0;
+  const StepCounts& counted = runner_->counts();
+  r.memory_rows = n > 0 ? static_cast<double>(counted.memory_rows) / static_cast<double>(n) : 0;
+  r.refined_rows = n > 0 ? static_cast<double>(counted.refined_rows) / static_cast<double>(n) : 0;
   r.coherence_loss = n > 0 ? coherence_sum_ / static_cast<double>(n) : 0;
   if (cfg_.comm != nullptr) {
     r.ranks = cfg_.comm->size();
     r.comm = cfg_.comm->stats();
-    r.comm.wait_seconds += reduce_wait_;  // the non-blocking reductions' waits
+    r.comm.wait_seconds += counted.reduce_wait;  // the non-blocking reductions' waits
     r.counts = strategy_->counts();
   }
 
   watch.restart();
-  const bool new_nodes = cfg_.new_nodes && !split_.new_node_val.empty();
-  if (new_nodes) backup_a_->copy_from(*state_);
-  r.val = evaluate(split_.val, kSplitVal);
-  if (new_nodes) {
-    backup_b_->copy_from(*state_);
-    state_->copy_from(*backup_a_);
-    r.val_new = evaluate(split_.new_node_val, kSplitVal);
-    state_->copy_from(*backup_b_);
-  }
+  std::tie(r.val, r.val_new) =
+      evaluator_->evaluate_both(split_.val, split_.new_node_val, kSplitVal);
   r.eval_seconds = watch.seconds();
   return r;
 }
 
 std::pair<EvalResult, EvalResult> Trainer::test() {
   writer_->flush();
-  EvalResult all, fresh;
-  const bool new_nodes = cfg_.new_nodes && !split_.new_node_test.empty();
-  if (new_nodes) backup_a_->copy_from(*state_);
-  all = evaluate(split_.test, kSplitTest);
-  if (new_nodes) {
-    backup_b_->copy_from(*state_);
-    state_->copy_from(*backup_a_);
-    fresh = evaluate(split_.new_node_test, kSplitTest);
-    state_->copy_from(*backup_b_);
-  }
-  return {all, fresh};
+  return evaluator_->evaluate_both(split_.test, split_.new_node_test, kSplitTest);
 }
 
 }  // namespace depbloom::train

@@ -13,6 +13,7 @@
 #include <functional>
 #include <mutex>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "depbloom/core/arena.h"
@@ -66,9 +67,10 @@ class StepWriter {
   // Marks nodes urgent for the next apply(); clear_marks() flushes first and unmarks all.
   void mark(const int32_t* nodes, int64_t n);
   void clear_marks();
-  // Work the side thread runs after the next deferred apply (planning a later step ahead):
-  // fn(ctx), which must touch nothing the main thread uses before the next flush().
-  void set_after(void (*fn)(void*), void* ctx) { after_ = fn, after_ctx_ = ctx; }
+  // Work the side thread runs after the next deferred apply (planning a later step ahead),
+  // which must touch nothing the main thread uses before the next flush(). A callable of one
+  // pointer is stored without allocating.
+  void set_after(std::function<void()> fn) { after_ = std::move(fn); }
 
   // `writes` into `state`: urgent ones now (staging from `arena`), the rest handed to the
   // side thread, which reads `writes` (its node ids and tensors must stay valid until the next
@@ -91,10 +93,7 @@ class StepWriter {
   // The one pending deferred apply, and the side thread's own staging arena.
   model::WriteSet job_;
   model::NodeState* job_state_ = nullptr;
-  void (*after_)(void*) = nullptr;
-  void* after_ctx_ = nullptr;
-  void (*job_after_)(void*) = nullptr;
-  void* job_after_ctx_ = nullptr;
+  std::function<void()> after_, job_after_;
   Arena side_arena_;
   int64_t job_rows_ = 0;
   double job_apply_s_ = 0, job_after_s_ = 0;

@@ -1,12 +1,14 @@
-// A training step as a list of stages with explicit inputs and outputs. StepData holds what
-// the stages pass along, each field written by the stage named beside it and read by later
-// ones; the Trainer runs the stages in table order and times each one. The seams of the
-// DepBloom techniques: the plan (sample) is made without node state, the gather is its own
-// stage, and write_back hands the collected WriteSet to the strategy.
+// A step as a list of stages with explicit inputs and outputs. StepData holds what the stages
+// pass along, each field written by the stage named beside it and read by later ones; the
+// StepRunner (step_runner.h) runs the stages a StageMask selects, in its table's order, for
+// a training or an evaluation pass. The seams of the DepBloom techniques: the plan (sample)
+// is made without node state, the gather is its own stage, and write_back hands the
+// collected WriteSet to the strategy.
 #pragma once
 
 #include <array>
 #include <cstdint>
+#include <initializer_list>
 
 #include "depbloom/core/tensor.h"
 #include "depbloom/model/node_state.h"
@@ -34,6 +36,44 @@ inline constexpr int kStages = 10;
 // "sample", "gather", "memory_update", ...: the names in logs and metrics.jsonl.
 const char* stage_name(Stage stage);
 
+// A set of stages: what one run of the StepRunner executes (in the table's order, whatever
+// the order they are named in here).
+class StageMask {
+ public:
+  constexpr StageMask() = default;
+  constexpr StageMask(std::initializer_list<Stage> stages) {
+    for (Stage s : stages) bits_ |= bit(s);
+  }
+  constexpr bool has(Stage s) const { return (bits_ & bit(s)) != 0; }
+  constexpr StageMask with(Stage s) const {
+    StageMask m = *this;
+    m.bits_ |= bit(s);
+    return m;
+  }
+
+ private:
+  static constexpr uint16_t bit(Stage s) {
+    return static_cast<uint16_t>(1u << static_cast<int>(s));
+  }
+  uint16_t bits_ = 0;
+};
+
+// The forward half: everything up to the loss (gradient checks, evaluation's scores).
+inline constexpr StageMask kForwardStages{Stage::sample, Stage::gather, Stage::memory_update,
+                                          Stage::refine, Stage::embed,  Stage::loss};
+inline constexpr StageMask kTrainingStages = kForwardStages.with(Stage::backward)
+                                                 .with(Stage::reduce)
+                                                 .with(Stage::optimise)
+                                                 .with(Stage::write_back);
+// Evaluation: the forward half, scores instead of a loss, and the writes (memory carries on).
+inline constexpr StageMask kEvaluationStages = kForwardStages.with(Stage::write_back);
+
+// What a run of the stages is for. Training draws dropout, takes the training negatives and
+// neighbours, and hands its writes to the strategy; evaluation runs without dropout on the
+// evaluation negatives and neighbours, scores instead of taking a loss, and applies its
+// writes to the node state at once.
+enum class Pass : uint8_t { train, evaluate };
+
 // Seconds per stage, accumulated over an epoch's steps.
 struct StageTimes {
   std::array<double, kStages> seconds{};
@@ -44,13 +84,15 @@ struct StageTimes {
 struct StepData {
   const ScheduledStep* step = nullptr;  // input: this rank's events
   uint32_t epoch = 0;                   // input: negatives and dropout are drawn for it
+  Pass pass = Pass::train;              // input
+  uint32_t split = 0;                   // input (evaluation): the split its negatives are of
   BatchPlan plan;                       // sample
   StagedBatch staged;                   // sample
   model::MemoryRows rows;               // gather
   Tensor updated;                       // memory_update, refine [U + R, d_input]
   Tensor coherence_target;              // refine [S, d_mem] (with the coherence loss)
   Tensor emb;                           // embed [(2+K)B, d_out]
-  Tensor logits, targets;               // loss [(1+K)B]
+  Tensor logits, targets;               // loss [(1+K)B] (targets: training only)
   double local_loss = 0;                // loss: TGL's loss over this rank's events
   double coherence_loss = 0;            // loss: this rank's coherence loss (0 without it)
   model::WriteSet writes;               // write_back: this rank's writes

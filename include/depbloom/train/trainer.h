@@ -1,9 +1,10 @@
 // Trainer: training and evaluation of a Tgnn on a chronologically split event stream, with
-// TGL's step semantics and the TGN authors' evaluation protocol (memory carries from
-// training into validation and test; the new-node passes run on a backed-up memory that is
-// restored afterwards). Its Strategy (strategy.h) lays out each rank's steps and reconciles
-// the ranks; a step runs the stages of step.h in order. Everything per step comes from one
-// step arena that is reset each step, so a warm step allocates nothing.
+// TGL's step semantics and the TGN authors' evaluation protocol. It builds the model, the node
+// state, the samplers and the planner, and runs the epoch's loop: its Strategy (strategy.h)
+// lays out each rank's steps and reconciles the ranks, the StepRunner (step_runner.h) runs
+// each step's stages, the StepPipeline (step_pipeline.h) overlaps them and the Evaluator
+// (evaluator.h) validates and tests. Everything per step comes from one step arena that is
+// reset each step, so a warm step allocates nothing.
 #pragma once
 
 #include <cstdint>
@@ -25,62 +26,19 @@
 #include "depbloom/partition/partition_config.h"
 #include "depbloom/train/batch_plan.h"
 #include "depbloom/train/checkpoint.h"
+#include "depbloom/train/evaluator.h"
 #include "depbloom/train/metrics.h"
 #include "depbloom/train/pipeline.h"
 #include "depbloom/train/refine_plan.h"
 #include "depbloom/train/schedule.h"
 #include "depbloom/train/step.h"
 #include "depbloom/train/step_io.h"
+#include "depbloom/train/step_pipeline.h"
+#include "depbloom/train/step_runner.h"
 #include "depbloom/train/strategy.h"
+#include "depbloom/train/trainer_config.h"
 
 namespace depbloom::train {
-
-struct TrainerConfig {
-  model::TgnnConfig model;
-  bool uniform_sampling = false;  // else the most recent neighbours
-  bool prop_time = false;
-  bool deliver_to_neighbours = false;
-  // JODIE: standardise the projection's time input by the training gaps (the TGN authors'
-  // normalisation) instead of TGL's dt / (t + 1).
-  bool standardise_time = true;
-  int64_t batch_size = 600;
-  int64_t eval_batch_size = 200;  // the TGN authors' evaluation batch
-  double lr = 1e-4;
-  double weight_decay = 0.0;
-  int32_t eval_negatives = 1;
-  graph::EvalNegativeStrategy eval_strategy = graph::EvalNegativeStrategy::random;
-  bool new_nodes = true;    // run the new-node passes (tgn protocol)
-  int64_t max_batches = 0;  // per training epoch; 0: all
-  uint64_t seed = 0;
-  Device device = Device::cpu();
-  DType dtype = DType::f32;  // f64 for gradient checks on the CPU
-  // Data-parallel training with `strategy` (strategy.h; one of strategy_names()) over
-  // comm->size() ranks (not owned; must outlive the trainer). Null or one local rank:
-  // single-device training, unchanged, whatever the strategy.
-  std::string strategy = "strict";
-  dist::Communicator* comm = nullptr;
-  // The temporal windows and the partitioner of the window plan (partition/window_plan.h).
-  partition::PartitionConfig partition;
-  // Intra-batch refinement (DESIGN.md 7.2): each step cut into this many micro-batches in
-  // time order (1: off, and model.refine stays false), the earlier ones' messages combined
-  // by `refine_aggregate`.
-  int32_t refine_micro_batches = 1;
-  RefineAggregate refine_aggregate = RefineAggregate::last;
-  // The coherence loss (model.coherence_weight > 0 with refinement): the share of refined
-  // copies it is computed on, drawn per copy with the event-keyed RNG.
-  double refine_coherence_sample = 0.1;
-  // Critical-path pipelining (DESIGN.md 7.3, pipeline.h): off, today's serial step.
-  PipelineConfig pipeline;
-};
-
-struct EvalResult {
-  bool valid = false;  // false when the split had no events to score
-  int64_t events = 0;
-  RankMetrics whole;       // over every score of the split
-  RankMetrics batch_mean;  // mean of per-batch values (what TGN, TGL and PyG print)
-  double mrr = -1.0;       // with eval.negatives > 1
-  double seconds = 0.0;
-};
 
 struct EpochResult {
   int epoch = 0;
@@ -143,9 +101,9 @@ class Trainer {
   double train_step(const ScheduledStep& step, int epoch);
   // The plan the sample stage makes for `step` (reads no node state): the lookahead's.
   void plan_step(BatchPlan& out, const ScheduledStep& step, int epoch);
-  const BatchPlan& last_plan() const { return data_.plan; }
+  const BatchPlan& last_plan() const { return steps_->current().plan; }
   // The last step's stage outputs (embeddings, logits), valid until the next step: for tests.
-  const StepData& last_step() const { return data_; }
+  const StepData& last_step() const { return steps_->current(); }
   // Waits for the deferred writes of the last step (pipeline.enabled): call before reading
   // the node state after train_step (run_epoch does at the epoch's end).
   void flush_writes() { writer_->flush(); }
@@ -153,7 +111,7 @@ class Trainer {
   const PipelineCounts& pipeline_counts() const { return writer_->counts(); }
   // The writes this rank's last step collected (valid until the next step): what a deferred
   // write-back would apply.
-  const model::WriteSet& last_writes() const { return data_.writes; }
+  const model::WriteSet& last_writes() const { return steps_->current().writes; }
   // One device's loss of the step on events[0, count), changing nothing but the gradients
   // (which it fills when with_gradients): for gradient checks.
   double step_loss(const int64_t* events, int64_t count, int epoch, bool with_gradients);
@@ -177,34 +135,13 @@ class Trainer {
     writer_->flush();
     return *state_;
   }
-  const Arena& arena() const { return arena_->device(); }
+  const Arena& arena() const { return steps_->arena().device(); }
   int64_t parameter_count() const { return store_->numel(); }
 
  private:
-  // The stages (trainer_step.cpp), in the order kTrainingStages lists them.
-  void sample(StepData& d);
-  void gather(StepData& d);
-  void memory_update(StepData& d);
-  void refine(StepData& d);
-  void embed(StepData& d);
-  void loss(StepData& d);
-  void backward(StepData& d);
-  void reduce(StepData& d);
-  void optimise(StepData& d);
-  void write_back(StepData& d);
-  struct StageEntry {
-    Stage stage;
-    void (Trainer::*run)(StepData&);
-  };
-  static const std::array<StageEntry, kStages> kTrainingStages;
-  double reduce_wait_ = 0;  // seconds finishing the non-blocking gradient reductions
-  void check_finite(double loss, const StepData& d) const;
-
-  EvalResult evaluate(const std::vector<int64_t>& events, uint32_t split_id);
-  void evaluate_batch(const int64_t* batch, int64_t count, uint32_t split_id);
-  int32_t eval_micro_batches() const;
   void make_targets();
   void standardise_time();
+  StepParts step_parts();
 
   const data::EventStream& stream_;
   const data::ChronoSplit& split_;
@@ -213,7 +150,7 @@ class Trainer {
   std::unique_ptr<Strategy> strategy_;
   std::unique_ptr<model::ParameterStore> store_;
   std::unique_ptr<model::Tgnn> model_;
-  std::unique_ptr<model::NodeState> state_, backup_a_, backup_b_;
+  std::unique_ptr<model::NodeState> state_;
   graph::TemporalCsr train_csr_, full_csr_;
   std::unique_ptr<graph::NeighbourSampler> train_sampler_, eval_sampler_;
   std::unique_ptr<BatchPlanner> planner_;
@@ -222,30 +159,13 @@ class Trainer {
   std::unique_ptr<graph::EvalNegativeSampler> eval_negatives_;
   OwnedTensor edge_feat_;  // [E, d_edge] in the model's dtype on the device
   OwnedTensor targets_;    // [2 * batch] ones then zeros
-  // With the pipeline on, steps alternate between two arenas and two StepData, so that the
-  // side thread's deferred writes (views into the last step's) outlive the next step.
-  std::unique_ptr<StepArena> arena_, spare_arena_;
-  Schedule schedule_;
-  StepData data_, spare_data_;
-  // The lookahead: plans of the steps after the current one, slot j % (horizon + 2) holding
-  // step ahead_step_[slot] of the epoch (-1: none). The side thread plans step i + horizon
-  // + 1 during step i + 1 into the slot step i left (step i + 1's is in use).
-  std::vector<BatchPlan> ahead_;
-  std::vector<int64_t> ahead_step_;
+  std::unique_ptr<StepRunner> runner_;
+  std::unique_ptr<StepPipeline> steps_;
+  std::unique_ptr<Evaluator> evaluator_;
+  // Declared last, so destroyed first: its side thread may be planning into steps_.
   std::unique_ptr<StepWriter> writer_;
-  bool pipelined(const ScheduledStep& step) const;
-  void mark_lookahead(const ScheduledStep& step);
-  void take_plan(StepData& d);
-  static void prefetch_plan(void* trainer);
-  int64_t prefetch_step_ = -1;
-  uint32_t prefetch_epoch_ = 0;
-  std::vector<int32_t> negatives_;
-  std::vector<float> scores_, neg_scores_;
-  SplitMetrics metrics_;
-  double rr_sum_ = 0;
   std::vector<double> loss_trace_;
   StageTimes stages_;
-  int64_t memory_rows_ = 0, refined_rows_ = 0;
   double coherence_sum_ = 0;
 };
 

@@ -1,0 +1,58 @@
+// Evaluator: the TGN authors' evaluation protocol over a split's events, in batches of
+// eval.batch_size that the step runner's evaluation pass runs (no dropout; the writes
+// applied, so memory carries on from batch to batch and from training into validation and
+// test), scored into AP and AUC per batch and over the whole split, and MRR with several
+// negatives. The new-node passes run on a backup of the memory taken before the
+// transductive pass and are undone afterwards.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <utility>
+#include <vector>
+
+#include "depbloom/model/node_state.h"
+#include "depbloom/train/metrics.h"
+#include "depbloom/train/step_pipeline.h"
+#include "depbloom/train/trainer_config.h"
+
+namespace depbloom::train {
+
+struct EvalResult {
+  bool valid = false;  // false when the split had no events to score
+  int64_t events = 0;
+  RankMetrics whole;       // over every score of the split
+  RankMetrics batch_mean;  // mean of per-batch values (what TGN, TGL and PyG print)
+  double mrr = -1.0;       // with eval.negatives > 1
+  double seconds = 0.0;
+};
+
+class Evaluator {
+ public:
+  // Runs its batches through `steps` (whose runner scores them) on `state`; backs `state` up
+  // into two states of its own. Keeps references to all of them.
+  Evaluator(StepPipeline& steps, const StepRunner& runner, model::NodeState& state,
+            const TrainerConfig& cfg, size_t eval_events);
+
+  // One pass over `events` (stream rows, ascending) with `split_id`'s negatives.
+  EvalResult evaluate(const std::vector<int64_t>& events, uint32_t split_id);
+  // The transductive pass over `all`, then (when new_nodes and `fresh` is not empty) the
+  // new-node pass over `fresh` from the state before it; the state ends as `all` left it.
+  std::pair<EvalResult, EvalResult> evaluate_both(const std::vector<int64_t>& all,
+                                                  const std::vector<int64_t>& fresh,
+                                                  uint32_t split_id);
+
+ private:
+  void score_batch(int64_t count);
+
+  StepPipeline& steps_;
+  const StepRunner& runner_;
+  model::NodeState& state_;
+  const TrainerConfig& cfg_;
+  std::unique_ptr<model::NodeState> before_, after_;
+  SplitMetrics metrics_;
+  std::vector<float> neg_scores_;
+  double rr_sum_ = 0;
+};
+
+}  // namespace depbloom::train
