@@ -10,7 +10,7 @@ cd "$(dirname "${BASH_SOURCE[0]}")"
 PACKAGES=(build-essential cmake pkg-config git ca-certificates
   libopenblas-openmp-dev libyaml-cpp-dev libcli11-dev libspdlog-dev libfmt-dev libgtest-dev
   libbenchmark-dev nlohmann-json3-dev libopenmpi-dev openmpi-bin libmetis-dev ninja-build
-  clang libclang-rt-14-dev libomp-14-dev python3-matplotlib)
+  clang libclang-rt-14-dev libomp-14-dev python3-matplotlib clang-tidy python3-pyflakes)
 JOBS=${DEPBLOOM_JOBS:-$(nproc)}
 BUILD=${DEPBLOOM_BUILD_DIR:-build}
 
@@ -94,6 +94,9 @@ cmd_test() {
   # 1. The main build (CUDA compiled where nvcc exists; GPU tests skip without a GPU).
   configure_and_build "$BUILD"
   run_ctest "$BUILD" || rc=1
+  # Lint: clang-tidy over the C++ files the last commit touched (a function over 80 lines
+  # fails), pyflakes over benchmarks/ and tools/.
+  bash tools/lint.sh --build "$BUILD" || rc=1
   # 2. A CPU-only build, proving the project builds and passes without any CUDA header.
   if [ "${DEPBLOOM_SKIP_CPU_ONLY:-0}" != "1" ]; then
     configure_and_build "$BUILD-cpu-only" -DDEPBLOOM_CUDA=OFF -DDEPBLOOM_BUILD_BENCHMARKS=OFF
