@@ -319,7 +319,7 @@ train::TrainerConfig trainer_config(const RunConfig& c, Device device) {
           "f64 runs on the CPU only; use run.device: cpu");
   partition::check_partition_config(t.partition);  // refused at start, not when first used
   t.device = device;
-  m.refine = t.refine_micro_batches > 1;
+  m.refine = train::refine_mode(t).on;
   require(t.refine_coherence_sample > 0 && t.refine_coherence_sample <= 1,
           "refine.coherence_sample", "must be in (0, 1]");
   if (auto problem = model::find_problem(m))

@@ -32,7 +32,7 @@ class IdentityEmbedding final : public EmbeddingPart {
 
 // JODIE: h = s * (1 + w dt' + b), dt' = (t - t_last) / (t + 1) (TGL) or standardised. A
 // refined copy (rows [U, U + R)) is read at its base row's time t, and its memory is as of
-// its node's latest earlier in-batch event: t_last is that event's time (in.refine_dt).
+// its node's latest earlier in-batch event: t_last is that event's time (in.refine.dt).
 class JodieEmbedding final : public EmbeddingPart {
  public:
   JodieEmbedding(ParameterStore& store, const TgnnConfig& cfg)
@@ -42,15 +42,15 @@ class JodieEmbedding final : public EmbeddingPart {
                const MemoryRows& rows, const Tensor&, bool, Arena& arena) override {
     const DType dtype = updated.dtype();
     const int64_t total = updated.dim(0), u = in.mem_time.numel(), roots = in.root_row.numel();
-    DB_ASSERT(total == u || (in.refine_dt.defined() && total == u + in.refine_dt.numel()),
+    DB_ASSERT(total == u || (in.refine.dt.defined() && total == u + in.refine.dt.numel()),
               "jodie: {} input rows for {} memory rows and {} refined copies", total, u,
-              in.refine_dt.defined() ? in.refine_dt.numel() : 0);
+              in.refine.dt.defined() ? in.refine.dt.numel() : 0);
     Tensor h0 = arena.alloc(dtype, Shape(roots, cfg_.d_mem));
     ops::gather_rows(h0, updated, in.root_row);
     Tensor dt_rows = arena.alloc(dtype, Shape(total));
     ops::copy(dt_rows.rows(0, u), in.mem_time);
     ops::axpy(dt_rows.rows(0, u), -1.0, rows.last_update);
-    if (total > u) ops::copy(dt_rows.rows(u, total), in.refine_dt);
+    if (total > u) ops::copy(dt_rows.rows(u, total), in.refine.dt);
     if (cfg_.time_scale > 0) {
       Tensor shift = arena.alloc(dtype, Shape(total));
       ops::fill(shift, -cfg_.time_shift);
@@ -62,7 +62,7 @@ class JodieEmbedding final : public EmbeddingPart {
       Tensor inv = arena.alloc(dtype, Shape(total));
       ops::copy(inv.rows(0, u), in.mem_inv_time);
       ops::gather_rows(inv.rows(u, total).reshape(Shape(total - u, 1)),
-                       in.mem_inv_time.reshape(Shape(u, 1)), in.refine_base);
+                       in.mem_inv_time.reshape(Shape(u, 1)), in.refine.row);
       ops::mul(dt_rows, dt_rows, inv);
     }
     Tensor dt = arena.alloc(dtype, Shape(roots));

@@ -27,19 +27,9 @@ class NoMemory final : public MemoryPart {
     ops::fill(updated, 0.0);
   }
   void backward(const Tensor&, Arena&) override {}
-  void apply_detached(const Tensor&, const Tensor&, const Tensor&, const Tensor&,
-                      Arena&) const override {
-    DB_THROW(runtime, "tgnn: a model without memory has no updater to apply");
-  }
-  void forward_start(const Tensor&, const Tensor&, const CopyMessages&, const CopyMessages&,
-                     const CopyTimes&, Arena&) override {
-    DB_THROW(runtime, "tgnn: a model without memory has no updater to apply");
-  }
-  void backward_start(const Tensor&, const Tensor&, const Tensor&, const Tensor&, Arena&) override {
-  }
 };
 
-class RecurrentMemory final : public MemoryPart {
+class RecurrentMemory final : public MemoryPart, public UpdaterRefinement {
  public:
   RecurrentMemory(ParameterStore& store, const TgnnConfig& cfg)
       : cfg_(cfg),
@@ -64,6 +54,7 @@ class RecurrentMemory final : public MemoryPart {
                      rows.memory.rows(0, n_), arena);
   }
 
+  UpdaterRefinement* refinement() override { return this; }
   void backward(const Tensor& d_updated, Arena& arena) override {
     if (n_ == 0 || !d_updated.defined()) return;
     updater_.backward(Tensor{}, Tensor{}, d_updated.rows(0, n_), ctx_, arena);
@@ -102,7 +93,7 @@ ApanUpdaterConfig apan_config(const TgnnConfig& cfg) {
   return a;
 }
 
-class AttentionMemory final : public MemoryPart {
+class AttentionMemory final : public MemoryPart, public UpdaterRefinement {
  public:
   AttentionMemory(ParameterStore& store, const TgnnConfig& cfg)
       : cfg_(cfg), updater_(store, "memory_updater", apan_config(cfg)) {}
@@ -117,6 +108,7 @@ class AttentionMemory final : public MemoryPart {
                      drop, arena);
   }
 
+  UpdaterRefinement* refinement() override { return this; }
   void backward(const Tensor& d_updated, Arena& arena) override {
     if (n_ == 0 || !d_updated.defined()) return;
     // The stored memory is detached state: its gradient is scratch.

@@ -15,17 +15,11 @@
 
 namespace depbloom::model {
 
-class MemoryPart {
+// What intra-batch refinement asks of a memory part's updater: the coherence loss's target
+// and the updater start (refine.start: updater). Only the parts with an updater offer it.
+class UpdaterRefinement {
  public:
-  virtual ~MemoryPart() = default;
-  // Whether the gather stage reads node state for this part.
-  virtual bool reads_state() const { return true; }
-  // updated [U, d_input] from the gathered rows: rows [0, n) run through the updater
-  // (n = in.mem_with_mail, or U), the rest keep their memory.
-  virtual void forward(const Tensor& updated, const TgnnInputs& in, const MemoryRows& rows,
-                       bool training, Arena& arena) = 0;
-  // d_updated [U, d_input], or Tensor{} when the embedding sent no gradient.
-  virtual void backward(const Tensor& d_updated, Arena& arena) = 0;
+  virtual ~UpdaterRefinement() = default;
   // out [n, d_mem] = the updater applied once to memory [n, d_mem] with one mail each (mail
   // [n, d_mail], read dt [n] after it was written), without gradient and without touching
   // the last forward's context: the coherence loss's target. out must not alias memory.
@@ -42,6 +36,21 @@ class MemoryPart {
   // gradients accumulate.
   virtual void backward_start(const Tensor& d_memory, const Tensor& d_bases,
                               const Tensor& d_distinct, const Tensor& d_out, Arena& arena) = 0;
+};
+
+class MemoryPart {
+ public:
+  virtual ~MemoryPart() = default;
+  // Whether the gather stage reads node state for this part.
+  virtual bool reads_state() const { return true; }
+  // updated [U, d_input] from the gathered rows: rows [0, n) run through the updater
+  // (n = in.mem_with_mail, or U), the rest keep their memory.
+  virtual void forward(const Tensor& updated, const TgnnInputs& in, const MemoryRows& rows,
+                       bool training, Arena& arena) = 0;
+  // d_updated [U, d_input], or Tensor{} when the embedding sent no gradient.
+  virtual void backward(const Tensor& d_updated, Arena& arena) = 0;
+  // Refinement's hooks into the part's updater; null for a part without one (no memory).
+  virtual UpdaterRefinement* refinement() { return nullptr; }
 };
 
 class EmbeddingPart {

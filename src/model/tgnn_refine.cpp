@@ -7,9 +7,15 @@
 
 namespace depbloom::model {
 
+UpdaterRefinement& Tgnn::updater_refinement() const {
+  UpdaterRefinement* updater = memory_->refinement();
+  if (updater == nullptr) DB_THROW(runtime, "tgnn: a model without memory has no updater to apply");
+  return *updater;
+}
+
 void Tgnn::refine(const Tensor& updated, const TgnnInputs& in, const MemoryRows& rows,
                   const Tensor& edge_feat, Arena& arena) {
-  const int64_t r = in.refine_base.defined() ? in.refine_base.numel() : 0;
+  const int64_t r = in.refine.row.defined() ? in.refine.row.numel() : 0;
   refined_ = r;
   if (r == 0) return;
   DB_ASSERT(refiner_ != nullptr, "tgnn: {} refined rows but the model has no refiner", r);
@@ -20,39 +26,40 @@ void Tgnn::refine(const Tensor& updated, const TgnnInputs& in, const MemoryRows&
   const int64_t d = cfg_.d_mem;
   const Tensor base = updated.rows(0, rows_);
   refine_s_ = arena.alloc(dtype, Shape(r, d));
-  ops::gather_rows(refine_s_, base, in.refine_base);
+  ops::gather_rows(refine_s_, base, in.refine.row);
   // Each distinct message as collect() builds the mail: the endpoints' updated rows at that
   // event and its edge features.
-  const int64_t n = in.msg_self.numel();
+  const int64_t n = in.refine.msg_self.numel();
   Tensor msg = arena.alloc(dtype, Shape(n, cfg_.d_mail()));
   Tensor self = arena.alloc(dtype, Shape(n, d)), other = arena.alloc(dtype, Shape(n, d));
-  ops::gather_rows(self, base, in.msg_self);
-  ops::gather_rows(other, base, in.msg_other);
+  ops::gather_rows(self, base, in.refine.msg_self);
+  ops::gather_rows(other, base, in.refine.msg_other);
   if (cfg_.d_edge > 0) {
     Tensor edge = arena.alloc(dtype, Shape(n, cfg_.d_edge));
-    ops::gather_rows(edge, edge_feat, in.msg_eid);
+    ops::gather_rows(edge, edge_feat, in.refine.msg_eid);
     ops::concat_cols(msg, {self, other, edge});
   } else {
     ops::concat_cols(msg, {self, other});
   }
   refine_msgs_ =
-      CopyMessages{msg, in.term_row, in.term_msg, in.term_weight, r, in.term_one_per_copy};
-  refine_base_ = in.refine_base;
-  msg_self_ = in.msg_self, msg_other_ = in.msg_other;
-  DB_ASSERT(in.refine_dts.defined() && in.refine_dt_of.defined() && in.refine_dt_of.numel() == r,
+      CopyMessages{msg, in.refine.term_row,         in.refine.term_msg, in.refine.term_weight,
+                   r,   in.refine.term_one_per_copy};
+  refine_base_ = in.refine.row;
+  msg_self_ = in.refine.msg_self, msg_other_ = in.refine.msg_other;
+  DB_ASSERT(in.refine.dts.defined() && in.refine.dt_of.defined() && in.refine.dt_of.numel() == r,
             "tgnn: {} refined copies need their distinct gaps and refine_dt_of [{}]", r, r);
-  const CopyTimes gaps{in.refine_dts, in.refine_dt_of};
+  const CopyTimes gaps{in.refine.dts, in.refine.dt_of};
   Tensor start = refine_s_;
   if (cfg_.refine_start == RefineStart::updater) {
     // The copies' base rows, each once (the updater reads them through W_hh).
-    const int64_t nb = in.refine_bases.numel();
+    const int64_t nb = in.refine.base.numel();
     Tensor bases = arena.alloc(dtype, Shape(nb, d));
-    ops::gather_rows(bases, base, in.refine_bases);
-    refine_bases_ = in.refine_bases;
-    refine_rows_ = CopyMessages{bases, Tensor{}, in.refine_base_of, Tensor{}, r, true};
+    ops::gather_rows(bases, base, in.refine.base);
+    refine_bases_ = in.refine.base;
+    refine_rows_ = CopyMessages{bases, Tensor{}, in.refine.base_of, Tensor{}, r, true};
     start = arena.alloc(dtype, Shape(r, d));
-    memory_->forward_start(start, refine_s_, refine_rows_, refine_msgs_,
-                           start_dt(in, gaps, rows, arena), arena);
+    updater_refinement().forward_start(start, refine_s_, refine_rows_, refine_msgs_,
+                                       start_dt(in, gaps, rows, arena), arena);
   }
   refiner_->forward(updated.rows(rows_, rows_ + r), refine_ctx_, start, refine_msgs_, gaps, arena);
 }
@@ -70,7 +77,7 @@ void Tgnn::refine_backward(const Tensor& d_updated, Arena& arena) {
     d_s = arena.alloc(dtype, Shape(r, d));
     Tensor d_bases = arena.alloc(dtype, refine_rows_.distinct.shape());
     ops::fill(d_bases, 0.0);
-    memory_->backward_start(d_s, d_bases, d_msg, d_u, arena);
+    updater_refinement().backward_start(d_s, d_bases, d_msg, d_u, arena);
     ops::scatter_add_rows(d_base, d_bases, refine_bases_);
   }
   ops::scatter_add_rows(d_base, d_s, refine_base_);
@@ -92,18 +99,18 @@ CopyTimes Tgnn::start_dt(const TgnnInputs& in, const CopyTimes& gaps, const Memo
                          Arena& arena) const {
   if (!cfg_.mail_dt_at_event) return gaps;
   const int64_t r = refined_;
-  DB_ASSERT(in.refine_mail_dt.defined() && in.refine_mail_dt.numel() == r &&
-                in.refine_first.defined() && in.refine_first.numel() == r,
+  DB_ASSERT(in.refine.mail_dt.defined() && in.refine.mail_dt.numel() == r &&
+                in.refine.first.defined() && in.refine.first.numel() == r,
             "tgnn: refine.start updater with the authors' mail time needs refine_mail_dt and "
             "refine_first [{}]",
             r);
-  const DType dtype = in.refine_dt.dtype();
+  const DType dtype = in.refine.dt.dtype();
   Tensor last = arena.alloc(dtype, Shape(r, 1));
-  ops::gather_rows(last, rows.last_update.reshape(Shape(rows_, 1)), in.refine_base);
+  ops::gather_rows(last, rows.last_update.reshape(Shape(rows_, 1)), in.refine.row);
   Tensor first_last = arena.alloc(dtype, Shape(r));
-  ops::mul(first_last, last.reshape(Shape(r)), in.refine_first);
+  ops::mul(first_last, last.reshape(Shape(r)), in.refine.first);
   Tensor dt = arena.alloc(dtype, Shape(r));
-  ops::copy(dt, in.refine_mail_dt);
+  ops::copy(dt, in.refine.mail_dt);
   ops::axpy(dt, -1.0, first_last);
   return dt;
 }
@@ -112,44 +119,46 @@ CopyTimes Tgnn::start_dt(const TgnnInputs& in, const CopyTimes& gaps, const Memo
 // to what the previous round left, starting from the copies' base rows.
 void Tgnn::coherence_target(const Tensor& target, const Tensor& updated, const TgnnInputs& in,
                             const MemoryRows& rows, const Tensor& edge_feat, Arena& arena) {
-  const int64_t s = in.coh_copy.defined() ? in.coh_copy.numel() : 0, d = cfg_.d_mem;
+  const int64_t s = in.coherence.copy.defined() ? in.coherence.copy.numel() : 0, d = cfg_.d_mem;
   DB_ASSERT(target.rank() == 2 && target.dim(0) == s && target.dim(1) == d,
             "tgnn: the coherence target of {} copies must be [{}, {}], got {}", s, s, d,
             target.str());
-  coherence_copy_ = in.coh_copy;
+  coherence_copy_ = in.coherence.copy;
   if (s == 0) return;
   DB_ASSERT(refined_ > 0, "tgnn: a coherence target without refined copies");
-  DB_ASSERT(in.coh_round.device().is_cpu() && in.coh_round.dtype() == DType::i64,
-            "tgnn: the coherence rounds must be host i64 offsets, got {}", in.coh_round.str());
+  DB_ASSERT(in.coherence.round.device().is_cpu() && in.coherence.round.dtype() == DType::i64,
+            "tgnn: the coherence rounds must be host i64 offsets, got {}",
+            in.coherence.round.str());
   const DType dtype = target.dtype();
   const Tensor base = updated.rows(0, rows_);
-  ops::gather_rows(target, refine_s_, in.coh_copy);
+  ops::gather_rows(target, refine_s_, in.coherence.copy);
   Tensor self = arena.alloc(dtype, Shape(s, d)), other = arena.alloc(dtype, Shape(s, d));
   Tensor edge = cfg_.d_edge > 0 ? arena.alloc(dtype, Shape(s, cfg_.d_edge)) : Tensor{};
   Tensor msg = arena.alloc(dtype, Shape(s, cfg_.d_mail()));
   Tensor next = arena.alloc(dtype, Shape(s, d));
-  const int64_t* round = in.coh_round.data<int64_t>();
-  for (int64_t i = 0; i + 1 < in.coh_round.numel(); ++i) {
+  const int64_t* round = in.coherence.round.data<int64_t>();
+  for (int64_t i = 0; i + 1 < in.coherence.round.numel(); ++i) {
     const int64_t lo = round[i], hi = round[i + 1], n = hi - lo;
-    ops::gather_rows(self.rows(0, n), base, in.coh_self.rows(lo, hi));
-    ops::gather_rows(other.rows(0, n), base, in.coh_other.rows(lo, hi));
+    ops::gather_rows(self.rows(0, n), base, in.coherence.self.rows(lo, hi));
+    ops::gather_rows(other.rows(0, n), base, in.coherence.other.rows(lo, hi));
     if (cfg_.d_edge > 0) {
-      ops::gather_rows(edge.rows(0, n), edge_feat, in.coh_eid.rows(lo, hi));
+      ops::gather_rows(edge.rows(0, n), edge_feat, in.coherence.eid.rows(lo, hi));
       ops::concat_cols(msg.rows(0, n), {self.rows(0, n), other.rows(0, n), edge.rows(0, n)});
     } else {
       ops::concat_cols(msg.rows(0, n), {self.rows(0, n), other.rows(0, n)});
     }
-    Tensor dt = in.coh_dt.rows(lo, hi);
+    Tensor dt = in.coherence.dt.rows(lo, hi);
     if (cfg_.mail_dt_at_event && i == 0) {  // the first mail's age: since the step's last update
       Tensor last = arena.alloc(dtype, Shape(refined_, 1));
       ops::gather_rows(last, rows.last_update.reshape(Shape(rows_, 1)), refine_base_);
       Tensor own = arena.alloc(dtype, Shape(n, 1));
-      ops::gather_rows(own, last, in.coh_copy.rows(0, n));
+      ops::gather_rows(own, last, in.coherence.copy.rows(0, n));
       dt = arena.alloc(dtype, Shape(n));
-      ops::copy(dt, in.coh_dt.rows(lo, hi));
+      ops::copy(dt, in.coherence.dt.rows(lo, hi));
       ops::axpy(dt, -1.0, own.reshape(Shape(n)));
     }
-    memory_->apply_detached(next.rows(0, n), target.rows(0, n), msg.rows(0, n), dt, arena);
+    updater_refinement().apply_detached(next.rows(0, n), target.rows(0, n), msg.rows(0, n), dt,
+                                        arena);
     ops::copy(target.rows(0, n), next.rows(0, n));
   }
 }

@@ -53,12 +53,12 @@ void BatchPlanner::plan_batch(BatchPlan& out, const int64_t* events, int64_t cou
   plan_dropout_ids(out);
   plan_writes(out);
   // Refinement redirects reads to copies after the write set took the base rows.
-  out.refine_row.clear(), out.refine_dt.clear();
-  out.refine_dts.clear(), out.refine_dt_of.clear();
-  out.refine_base.clear(), out.refine_base_of.clear();
-  out.refine_mail_dt.clear(), out.refine_first.clear();
-  out.coherence_copy.clear(), out.coherence_round.clear();
-  out.coherence_mail.clear(), out.coherence_dt.clear();
+  out.refine.row.clear(), out.refine.dt.clear();
+  out.refine.dts.clear(), out.refine.dt_of.clear();
+  out.refine.base.clear(), out.refine.base_of.clear();
+  out.refine.mail_dt.clear(), out.refine.first.clear();
+  out.coherence.copy.clear(), out.coherence.round.clear();
+  out.coherence.mail.clear(), out.coherence.dt.clear();
   if (micro_batches > 1 && cfg_.memory) plan_refine(out, micro_batches);
   plan_slot_reads(out);
 }
@@ -299,13 +299,13 @@ bool same_plan(const BatchPlan& a, const BatchPlan& b) {
       a.mem_time != b.mem_time || a.root_row != b.root_row || a.slot_row != b.slot_row ||
       a.root_id != b.root_id || a.mem_id != b.mem_id || !same_writes(a.writes, b.writes) ||
       a.slot_read != b.slot_read || a.slot_read_of != b.slot_read_of ||
-      a.refine_row != b.refine_row || a.refine_dt != b.refine_dt || a.refine_dts != b.refine_dts ||
-      a.refine_dt_of != b.refine_dt_of || a.refine_base != b.refine_base ||
-      a.refine_base_of != b.refine_base_of || a.refine_mail_dt != b.refine_mail_dt ||
-      a.refine_first != b.refine_first || a.refine.term_msg != b.refine.term_msg ||
+      a.refine.row != b.refine.row || a.refine.dt != b.refine.dt || a.refine.dts != b.refine.dts ||
+      a.refine.dt_of != b.refine.dt_of || a.refine.base != b.refine.base ||
+      a.refine.base_of != b.refine.base_of || a.refine.mail_dt != b.refine.mail_dt ||
+      a.refine.first != b.refine.first || a.refine.term_msg != b.refine.term_msg ||
       a.refine.msg_pos != b.refine.msg_pos || a.refine.msg_role != b.refine.msg_role ||
-      a.coherence_copy != b.coherence_copy || a.coherence_mail != b.coherence_mail ||
-      a.coherence_round != b.coherence_round || a.coherence_dt != b.coherence_dt)
+      a.coherence.copy != b.coherence.copy || a.coherence.mail != b.coherence.mail ||
+      a.coherence.round != b.coherence.round || a.coherence.dt != b.coherence.dt)
     return false;
   if (a.blocks.hops() != b.blocks.hops()) return false;
   for (int32_t l = 0; l < a.blocks.hops(); ++l)

@@ -52,17 +52,17 @@ void BatchPlanner::plan_refine(BatchPlan& p, int32_t micro_batches) {
   // precede that event) the start of the reading micro-batch, so it is never negative.
   req_copy_.assign(req_row_.size(), -1);
   const int64_t copies = p.refine.rows();
-  p.refine_row.resize(static_cast<size_t>(copies));
-  p.refine_dt.resize(static_cast<size_t>(copies));
+  p.refine.row.resize(static_cast<size_t>(copies));
+  p.refine.dt.resize(static_cast<size_t>(copies));
   for (int64_t c = 0; c < copies; ++c) {
     const auto q = static_cast<size_t>(p.refine.request[static_cast<size_t>(c)]);
     req_copy_[q] = static_cast<int32_t>(c);
     const int32_t row = req_row_[q];
-    p.refine_row[static_cast<size_t>(c)] = row;
+    p.refine.row[static_cast<size_t>(c)] = row;
     const auto start = static_cast<size_t>(p.micro_bounds[static_cast<size_t>(req_micro_[q])]);
     const double read = std::max(p.mem_time[static_cast<size_t>(row)] + t0_,
                                  stream_.ts[static_cast<size_t>(p.events[start])]);
-    p.refine_dt[static_cast<size_t>(c)] = read - p.refine.latest_time[static_cast<size_t>(c)];
+    p.refine.dt[static_cast<size_t>(c)] = read - p.refine.latest_time[static_cast<size_t>(c)];
   }
   if (copies == 0) return;
   plan_refine_gaps(p);
@@ -94,14 +94,14 @@ void BatchPlanner::plan_refine_mail_dt(BatchPlan& p) const {
         2 * rp.event_pos[static_cast<size_t>(i)] + rp.event_role[static_cast<size_t>(i)];
     return mail_time[static_cast<size_t>(mail)];
   };
-  p.refine_mail_dt.resize(static_cast<size_t>(rp.rows()));
-  p.refine_first.resize(static_cast<size_t>(rp.rows()));
+  p.refine.mail_dt.resize(static_cast<size_t>(rp.rows()));
+  p.refine.first.resize(static_cast<size_t>(rp.rows()));
   for (int64_t c = 0; c < rp.rows(); ++c) {
     const auto at = static_cast<size_t>(c);
     const int64_t latest = rp.begin[at] + rp.count[at] - 1;
     const bool first = rp.count[at] == 1;
-    p.refine_mail_dt[at] = first ? time_of(latest) : time_of(latest) - time_of(latest - 1);
-    p.refine_first[at] = first ? 1.0 : 0.0;
+    p.refine.mail_dt[at] = first ? time_of(latest) : time_of(latest) - time_of(latest - 1);
+    p.refine.first[at] = first ? 1.0 : 0.0;
   }
 }
 
@@ -109,13 +109,13 @@ void BatchPlanner::plan_refine_mail_dt(BatchPlan& p) const {
 // latest earlier event (what it is), so the subset does not depend on the batch layout or the
 // ranks. Sorting by earlier-event count makes each round's copies a prefix.
 void BatchPlanner::plan_coherence(BatchPlan& p, uint64_t seed, double sample) const {
-  p.coherence_copy.clear(), p.coherence_round.clear();
-  p.coherence_mail.clear(), p.coherence_dt.clear();
+  p.coherence.copy.clear(), p.coherence.round.clear();
+  p.coherence.mail.clear(), p.coherence.dt.clear();
   const RefinePlan& rp = p.refine;
   const RngKey key{seed, static_cast<uint32_t>(RngPurpose::coherence), p.epoch};
   for (int64_t c = 0; c < p.refined_rows(); ++c) {
     const auto at = static_cast<size_t>(c);
-    const auto row = static_cast<size_t>(p.refine_row[at]);
+    const auto row = static_cast<size_t>(p.refine.row[at]);
     uint64_t bits;
     std::memcpy(&bits, &p.mem_time[row], sizeof bits);
     const auto latest = static_cast<uint64_t>(p.events[static_cast<size_t>(rp.latest[at])]);
@@ -123,9 +123,9 @@ void BatchPlanner::plan_coherence(BatchPlan& p, uint64_t seed, double sample) co
         mix64(static_cast<uint64_t>(p.mem_node[row]) ^ mix64(bits) ^ mix64(latest + 1));
     const Philox4 draw = philox_draw(key, index, 0);
     if (uniform_double(draw.v[0], draw.v[1]) < sample)
-      p.coherence_copy.push_back(static_cast<int32_t>(c));
+      p.coherence.copy.push_back(static_cast<int32_t>(c));
   }
-  std::sort(p.coherence_copy.begin(), p.coherence_copy.end(), [&](int32_t a, int32_t b) {
+  std::sort(p.coherence.copy.begin(), p.coherence.copy.end(), [&](int32_t a, int32_t b) {
     const int32_t ca = rp.count[static_cast<size_t>(a)], cb = rp.count[static_cast<size_t>(b)];
     return ca != cb ? ca > cb : a < b;
   });
@@ -133,15 +133,15 @@ void BatchPlanner::plan_coherence(BatchPlan& p, uint64_t seed, double sample) co
   const auto mail_of = [&](int64_t i) {
     return 2 * rp.event_pos[static_cast<size_t>(i)] + rp.event_role[static_cast<size_t>(i)];
   };
-  int64_t active = static_cast<int64_t>(p.coherence_copy.size());
-  p.coherence_round.push_back(0);
+  int64_t active = static_cast<int64_t>(p.coherence.copy.size());
+  p.coherence.round.push_back(0);
   for (int32_t round = 0; active > 0; ++round) {
     while (active > 0 &&
-           rp.count[static_cast<size_t>(p.coherence_copy[static_cast<size_t>(active - 1)])] <=
+           rp.count[static_cast<size_t>(p.coherence.copy[static_cast<size_t>(active - 1)])] <=
                round)
       --active;
     for (int64_t j = 0; j < active; ++j) {
-      const auto c = static_cast<size_t>(p.coherence_copy[static_cast<size_t>(j)]);
+      const auto c = static_cast<size_t>(p.coherence.copy[static_cast<size_t>(j)]);
       const int64_t at = rp.begin[c] + round;
       const int64_t mail = mail_of(at);
       const double t = mail_time[static_cast<size_t>(mail)];
@@ -151,35 +151,35 @@ void BatchPlanner::plan_coherence(BatchPlan& p, uint64_t seed, double sample) co
       } else if (round + 1 < rp.count[c]) {  // read at the node's next event
         dt = mail_time[static_cast<size_t>(mail_of(at + 1))] - t;
       } else {  // the latest: read when the copy is (its refine dt)
-        dt = p.refine_dt[c];
+        dt = p.refine.dt[c];
       }
-      p.coherence_mail.push_back(mail);
-      p.coherence_dt.push_back(dt);
+      p.coherence.mail.push_back(mail);
+      p.coherence.dt.push_back(dt);
     }
-    if (active > 0) p.coherence_round.push_back(static_cast<int64_t>(p.coherence_mail.size()));
+    if (active > 0) p.coherence.round.push_back(static_cast<int64_t>(p.coherence.mail.size()));
   }
 }
 
 // Each copy's base row among the distinct ones, listed in the order of their first copy.
 void BatchPlanner::plan_refine_bases(BatchPlan& p) {
-  list_distinct(p.refine_row, p.memory_rows(), p.refine_base, p.refine_base_of);
+  list_distinct(p.refine.row, p.memory_rows(), p.refine.base, p.refine.base_of);
 }
 
 // The distinct gaps, ascending, by sorting the copies on theirs (ties in copy order).
 void BatchPlanner::plan_refine_gaps(BatchPlan& p) {
-  const std::vector<double>& dt = p.refine_dt;
+  const std::vector<double>& dt = p.refine.dt;
   copy_order_.resize(dt.size());
   std::iota(copy_order_.begin(), copy_order_.end(), 0);
   std::sort(copy_order_.begin(), copy_order_.end(), [&](int32_t a, int32_t b) {
     const double x = dt[static_cast<size_t>(a)], y = dt[static_cast<size_t>(b)];
     return x < y || (x == y && a < b);
   });
-  p.refine_dts.clear();
-  p.refine_dt_of.resize(dt.size());
+  p.refine.dts.clear();
+  p.refine.dt_of.resize(dt.size());
   for (const int32_t c : copy_order_) {
     const double v = dt[static_cast<size_t>(c)];
-    if (p.refine_dts.empty() || p.refine_dts.back() != v) p.refine_dts.push_back(v);
-    p.refine_dt_of[static_cast<size_t>(c)] = static_cast<int32_t>(p.refine_dts.size() - 1);
+    if (p.refine.dts.empty() || p.refine.dts.back() != v) p.refine.dts.push_back(v);
+    p.refine.dt_of[static_cast<size_t>(c)] = static_cast<int32_t>(p.refine.dts.size() - 1);
   }
 }
 

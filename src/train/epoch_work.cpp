@@ -31,8 +31,8 @@ void EpochWorkCollector::observe(int rank, const ScheduledStep& step, const Batc
   w.refined_rows = plan.refined_rows();
   w.refine_terms = plan.refine.terms();
   w.refine_messages = plan.refine.messages();
-  w.refine_bases = static_cast<int64_t>(plan.refine_base.size());
-  w.refine_gaps = static_cast<int64_t>(plan.refine_dts.size());
+  w.refine_bases = static_cast<int64_t>(plan.refine.base.size());
+  w.refine_gaps = static_cast<int64_t>(plan.refine.dts.size());
   w.sampled_slots = 0;
   for (int32_t h = 0; h < plan.blocks.hops(); ++h) {
     w.sampled_slots += plan.blocks.hop(h).num_slots();

@@ -149,53 +149,53 @@ void BatchStager::stage_refine(StagedBatch& out, const BatchPlan& plan, StepAren
     msg_other_[at] = out.input_row(plan.writes.mail_other[mail]);
     msg_eid_[at] = plan.writes.mail_event[mail];
   }
-  in.refine_base = input_rows(plan.refine_row, out, arena);
-  in.refine_bases = input_rows(plan.refine_base, out, arena);
+  in.refine.row = input_rows(plan.refine.row, out, arena);
+  in.refine.base = input_rows(plan.refine.base, out, arena);
   // Base rows are listed only for the updater start (PlanConfig::refine_bases), else empty.
-  in.refine_base_of = upload(arena.device(), plan.refine_base_of.data(),
-                             Shape(static_cast<int64_t>(plan.refine_base_of.size())));
-  in.refine_dt = times_in(dtype_, plan.refine_dt, arena);
-  in.refine_dts = times_in(dtype_, plan.refine_dts, arena);
-  in.refine_dt_of = upload(arena.device(), plan.refine_dt_of.data(), Shape(r));
-  in.term_row = upload(arena.device(), rp.term_row.data(), Shape(t));
-  in.term_msg = upload(arena.device(), rp.term_msg.data(), Shape(t));
-  in.msg_self = upload(arena.device(), msg_self_.data(), Shape(n));
-  in.msg_other = upload(arena.device(), msg_other_.data(), Shape(n));
-  in.msg_eid = upload(arena.device(), msg_eid_.data(), Shape(n));
+  in.refine.base_of = upload(arena.device(), plan.refine.base_of.data(),
+                             Shape(static_cast<int64_t>(plan.refine.base_of.size())));
+  in.refine.dt = times_in(dtype_, plan.refine.dt, arena);
+  in.refine.dts = times_in(dtype_, plan.refine.dts, arena);
+  in.refine.dt_of = upload(arena.device(), plan.refine.dt_of.data(), Shape(r));
+  in.refine.term_row = upload(arena.device(), rp.term_row.data(), Shape(t));
+  in.refine.term_msg = upload(arena.device(), rp.term_msg.data(), Shape(t));
+  in.refine.msg_self = upload(arena.device(), msg_self_.data(), Shape(n));
+  in.refine.msg_other = upload(arena.device(), msg_other_.data(), Shape(n));
+  in.refine.msg_eid = upload(arena.device(), msg_eid_.data(), Shape(n));
   if (cfg_.refine_aggregate == RefineAggregate::mean)
-    in.term_weight = times_in(dtype_, rp.term_weight, arena);
+    in.refine.term_weight = times_in(dtype_, rp.term_weight, arena);
   // `last` plans copy c's one term as term c (RefinePlan); CopyMessages checks T = R.
-  in.term_one_per_copy = cfg_.refine_aggregate == RefineAggregate::last;
-  if (!plan.refine_mail_dt.empty()) {
-    in.refine_mail_dt = times_in(dtype_, plan.refine_mail_dt, arena);
-    in.refine_first = times_in(dtype_, plan.refine_first, arena);
+  in.refine.term_one_per_copy = cfg_.refine_aggregate == RefineAggregate::last;
+  if (!plan.refine.mail_dt.empty()) {
+    in.refine.mail_dt = times_in(dtype_, plan.refine.mail_dt, arena);
+    in.refine.first = times_in(dtype_, plan.refine.first, arena);
   }
-  if (!plan.coherence_copy.empty()) stage_coherence(out, plan, arena);
+  if (!plan.coherence.copy.empty()) stage_coherence(out, plan, arena);
 }
 
 // The coherence loss's copies and, per round, the mails the updater applies to them.
 void BatchStager::stage_coherence(StagedBatch& out, const BatchPlan& plan, StepArena& arena) {
   model::TgnnInputs& in = out.in;
   const PlannedWrites& w = plan.writes;
-  const auto entries = static_cast<int64_t>(plan.coherence_mail.size());
+  const auto entries = static_cast<int64_t>(plan.coherence.mail.size());
   coh_self_.resize(static_cast<size_t>(entries));
   coh_other_.resize(static_cast<size_t>(entries));
   coh_eid_.resize(static_cast<size_t>(entries));
   for (int64_t i = 0; i < entries; ++i) {
     const auto at = static_cast<size_t>(i);
-    const auto mail = static_cast<size_t>(plan.coherence_mail[at]);
+    const auto mail = static_cast<size_t>(plan.coherence.mail[at]);
     coh_self_[at] = out.input_row(w.mail_row[mail]);
     coh_other_[at] = out.input_row(w.mail_other[mail]);
     coh_eid_[at] = w.mail_event[mail];
   }
-  const auto copies = static_cast<int64_t>(plan.coherence_copy.size());
-  in.coh_copy = upload(arena.device(), plan.coherence_copy.data(), Shape(copies));
-  in.coh_round = Tensor::wrap(const_cast<int64_t*>(plan.coherence_round.data()),
-                              Shape(static_cast<int64_t>(plan.coherence_round.size())));
-  in.coh_self = upload(arena.device(), coh_self_.data(), Shape(entries));
-  in.coh_other = upload(arena.device(), coh_other_.data(), Shape(entries));
-  in.coh_eid = upload(arena.device(), coh_eid_.data(), Shape(entries));
-  in.coh_dt = times_in(dtype_, plan.coherence_dt, arena);
+  const auto copies = static_cast<int64_t>(plan.coherence.copy.size());
+  in.coherence.copy = upload(arena.device(), plan.coherence.copy.data(), Shape(copies));
+  in.coherence.round = Tensor::wrap(const_cast<int64_t*>(plan.coherence.round.data()),
+                                    Shape(static_cast<int64_t>(plan.coherence.round.size())));
+  in.coherence.self = upload(arena.device(), coh_self_.data(), Shape(entries));
+  in.coherence.other = upload(arena.device(), coh_other_.data(), Shape(entries));
+  in.coherence.eid = upload(arena.device(), coh_eid_.data(), Shape(entries));
+  in.coherence.dt = times_in(dtype_, plan.coherence.dt, arena);
 }
 
 model::WriteSet collect(const BatchPlan& plan, const StagedBatch& staged, const PlanConfig& cfg,

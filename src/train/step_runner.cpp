@@ -34,7 +34,7 @@ const StepRunner::StageEntry StepRunner::kStageTable[kStages] = {
     {Stage::optimise, &StepRunner::optimise, nullptr},
 };
 
-StepRunner::StepRunner(const StepParts& parts) : p_(parts) {
+StepRunner::StepRunner(const StepParts& parts) : p_(parts), refine_(refine_mode(*parts.cfg)) {
   const TrainerConfig& cfg = *p_.cfg;
   const int64_t most = std::max(cfg.batch_size, cfg.eval_batch_size);
   negatives_.reserve(static_cast<size_t>(most * std::max(1, cfg.eval_negatives)));
@@ -62,19 +62,9 @@ void StepRunner::plan_step(BatchPlan& out, const ScheduledStep& step, uint32_t e
   negatives_.resize(static_cast<size_t>(step.count));
   p_.train_negatives->sample_events(step.events, step.count, 1, epoch, negatives_.data());
   p_.planner->plan_batch(out, step.events, step.count, negatives_.data(), 1, epoch,
-                         p_.train_sampler, cfg.refine_micro_batches);
+                         p_.train_sampler, refine_.train_micro_batches);
   if (cfg.model.refine && cfg.model.coherence_weight > 0)
     p_.planner->plan_coherence(out, cfg.seed, cfg.refine_coherence_sample);
-}
-
-// Evaluation cuts its batches into micro-batches of the training micro-batch's size (at
-// least one), so that a row sees as much of its batch as in training.
-int32_t StepRunner::eval_micro_batches() const {
-  const TrainerConfig& cfg = *p_.cfg;
-  const int32_t m = cfg.refine_micro_batches;
-  if (m <= 1) return 1;
-  const int64_t micro = std::max<int64_t>(1, cfg.batch_size / m);
-  return static_cast<int32_t>(std::max<int64_t>(1, cfg.eval_batch_size / micro));
 }
 
 // An evaluation batch's plan: eval.negatives per event from its split, the whole stream's
@@ -85,7 +75,7 @@ void StepRunner::plan_evaluation(StepData& d) {
   negatives_.resize(static_cast<size_t>(step.count * k));
   p_.eval_negatives->sample_events(d.split, step.events, step.count, negatives_.data());
   p_.planner->plan_batch(d.plan, step.events, step.count, negatives_.data(), k, 0, p_.eval_sampler,
-                         eval_micro_batches());
+                         refine_.eval_micro_batches);
 }
 
 bool StepRunner::overlaps(const StepData& d) const {
@@ -130,7 +120,7 @@ void StepRunner::refine(StepData& d, StepArena& arena) {
   d.coherence_target = Tensor{};
   if (d.empty() || d.plan.refined_rows() == 0) return;
   p_.model->refine(d.updated, d.staged.in, d.rows, p_.edge_feat, arena.device());
-  const auto sampled = static_cast<int64_t>(d.plan.coherence_copy.size());
+  const auto sampled = static_cast<int64_t>(d.plan.coherence.copy.size());
   if (sampled == 0) return;
   d.coherence_target = arena.device().alloc(p_.store->dtype(), Shape(sampled, p_.cfg->model.d_mem));
   p_.model->coherence_target(d.coherence_target, d.updated, d.staged.in, d.rows, p_.edge_feat,

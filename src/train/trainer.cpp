@@ -61,7 +61,7 @@ Trainer::Trainer(const data::EventStream& stream, const data::ChronoSplit& split
   DB_ASSERT(cfg.refine_micro_batches >= 1, "refine: {} micro-batches", cfg.refine_micro_batches);
   DB_ASSERT(cfg.refine_coherence_sample > 0 && cfg.refine_coherence_sample <= 1,
             "refine: a coherence sample of {} (must be in (0, 1])", cfg.refine_coherence_sample);
-  cfg_.model.refine = cfg.refine_micro_batches > 1;  // m = 1 declares no refiner parameters
+  cfg_.model.refine = refine_mode(cfg).on;
   if (cfg_.standardise_time && cfg_.model.embedding == model::EmbeddingKind::jodie)
     standardise_time();
   store_ = std::make_unique<model::ParameterStore>(cfg.dtype, cfg.device);

@@ -117,7 +117,7 @@ TEST_P(WarmRefinedStep, AllocatesNothing) {
   g_counting = false;
   EXPECT_GT(trainer.last_plan().refined_rows(), 0) << "the warm step refines nothing";
   if (c.coherence_weight > 0) {
-    EXPECT_FALSE(trainer.last_plan().coherence_copy.empty()) << "no coherence rows drawn";
+    EXPECT_FALSE(trainer.last_plan().coherence.copy.empty()) << "no coherence rows drawn";
   }
   EXPECT_TRUE(loss > 0.0) << loss;
   EXPECT_EQ(g_allocations.load(), 0) << "heap allocations in a warm refined train_step";

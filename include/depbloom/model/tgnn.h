@@ -20,6 +20,46 @@
 
 namespace depbloom::model {
 
+// Intra-batch refinement's inputs (DESIGN.md 7.2; undefined without it): R refined copies,
+// rows [U, U + R) of the embedding's input. Copy c corrects input row row[c] with the
+// messages of T terms: term t adds weight * message term_msg[t] to copy term_row[t]. The D
+// distinct messages are the mails the write-back builds: message i is [updated[msg_self[i]]
+// || updated[msg_other[i]] || edge_feat[msg_eid[i]]].
+struct RefineInputs {
+  Tensor row;  // [R] i32 input row in [0, U)
+  // The distinct rows among `row` (first-copy order) and each copy's index among them.
+  Tensor base;     // [B'] i32 input row in [0, U)
+  Tensor base_of;  // [R] i32 in [0, B')
+  Tensor dt;       // [R] the read's time - the latest earlier in-batch event's (state dtype)
+  // The distinct values of dt and each copy's index among them: the refiner and the updater
+  // start encode each distinct gap once.
+  Tensor dts;                      // [Dt] (state dtype)
+  Tensor dt_of;                    // [R] i32 in [0, Dt)
+  Tensor term_row;                 // [T] i32 copy in [0, R)
+  Tensor term_msg;                 // [T] i32 message in [0, D)
+  Tensor term_weight;              // [T] (state dtype), undefined: every weight is 1
+  bool term_one_per_copy = false;  // T = R, term t is copy t's only term, weight 1 (`last`)
+  Tensor msg_self, msg_other;      // [D] i32 input rows in [0, U)
+  Tensor msg_eid;                  // [D] i64 edge feature row (with edge features)
+  // refine.start: updater with the TGN authors' mail time (else undefined): the age the
+  // updater reads each copy's message with, as of the latest earlier event: its time minus
+  // the previous earlier event's, or where `first` is 1 its time (the model subtracts the
+  // row's last update). With TGL's mail time the updater reads it at dt.
+  Tensor mail_dt;  // [R] (state dtype)
+  Tensor first;    // [R] 1 or 0 (state dtype)
+};
+
+// The coherence loss's inputs (training with a coherence weight; else undefined): the
+// sampled copies and their earlier mails in rounds (train::CoherencePlan). Round i applies
+// entries [round[i], round[i+1]) to the first copies of `copy`, in order.
+struct CoherenceInputs {
+  Tensor copy;         // [S] i32 copy in [0, R)
+  Tensor round;        // [rounds + 1] i64 entry offsets, on the HOST
+  Tensor self, other;  // [E] i32 input rows in [0, U) (the mail's endpoints)
+  Tensor eid;          // [E] i64 edge feature row (with edge features)
+  Tensor dt;           // [E] the dt the updater reads the mail with (state dtype)
+};
+
 // One batch on the model's device. Hop-0 roots are (2+K)B: the B sources, the B positive
 // destinations, then K blocks of B negatives. U "memory rows" are the distinct (node,
 // time) pairs among the roots and the sampled neighbours; each gets its memory updated
@@ -46,41 +86,9 @@ struct TgnnInputs {
   // [U] (the APAN updater); what a row is, not where it sits, keys its mask.
   std::array<Tensor, kMaxHops> root_id;
   Tensor mem_id;
-  // Intra-batch refinement (DESIGN.md 7.2; undefined without it): R refined copies, rows
-  // [U, U + R) of the embedding's input. Copy c corrects input row refine_base[c] with the
-  // messages of T terms: term t adds weight * message term_msg[t] to copy term_row[t]. The D
-  // distinct messages are the mails the write-back builds: message i is [updated[msg_self[i]]
-  // || updated[msg_other[i]] || edge_feat[msg_eid[i]]].
-  Tensor refine_base;  // [R] i32 input row in [0, U)
-  // The distinct rows among refine_base (first-copy order) and each copy's index among them.
-  Tensor refine_bases;    // [B'] i32 input row in [0, U)
-  Tensor refine_base_of;  // [R] i32 in [0, B')
-  Tensor refine_dt;       // [R] the read's time - the latest earlier in-batch event's (state dtype)
-  // The distinct values of refine_dt and each copy's index among them: the refiner and the
-  // updater start encode each distinct gap once.
-  Tensor refine_dts;               // [Dt] (state dtype)
-  Tensor refine_dt_of;             // [R] i32 in [0, Dt)
-  Tensor term_row;                 // [T] i32 copy in [0, R)
-  Tensor term_msg;                 // [T] i32 message in [0, D)
-  Tensor term_weight;              // [T] (state dtype), undefined: every weight is 1
-  bool term_one_per_copy = false;  // T = R, term t is copy t's only term, weight 1 (`last`)
-  Tensor msg_self, msg_other;      // [D] i32 input rows in [0, U)
-  Tensor msg_eid;                  // [D] i64 edge feature row (with edge features)
-  // refine.start: updater with the TGN authors' mail time (else undefined): the age the
-  // updater reads each copy's message with, as of the latest earlier event: its time minus
-  // the previous earlier event's, or where refine_first is 1 its time (the model subtracts
-  // the row's last update). With TGL's mail time the updater reads it at refine_dt.
-  Tensor refine_mail_dt;  // [R] (state dtype)
-  Tensor refine_first;    // [R] 1 or 0 (state dtype)
-  // The coherence loss (training with a coherence weight; else undefined): the sampled
-  // copies and their earlier mails in rounds (train::BatchPlan::coherence_*). Round i applies
-  // entries [coh_round[i], coh_round[i+1]) to the first copies of coh_copy, in order.
-  Tensor coh_copy;             // [S] i32 copy in [0, R)
-  Tensor coh_round;            // [rounds + 1] i64 entry offsets, on the HOST
-  Tensor coh_self, coh_other;  // [E] i32 input rows in [0, U) (the mail's endpoints)
-  Tensor coh_eid;              // [E] i64 edge feature row (with edge features)
-  Tensor coh_dt;               // [E] the dt the updater reads the mail with (state dtype)
-  uint64_t seed = 0;           // dropout draws: (seed, epoch, counter)
+  RefineInputs refine;        // intra-batch refinement (undefined without it)
+  CoherenceInputs coherence;  // the coherence loss (undefined without it)
+  uint64_t seed = 0;          // dropout draws: (seed, epoch, counter)
   uint32_t epoch = 0;
 };
 
@@ -95,6 +103,7 @@ struct MemoryRows {
 
 class MemoryPart;
 class EmbeddingPart;
+class UpdaterRefinement;
 
 class Tgnn {
  public:
@@ -157,6 +166,8 @@ class Tgnn {
   // The last forward, for backward.
   int64_t batch_ = 0, rows_ = 0;
   LinkPredictorContext predict_ctx_;
+  // The memory part's updater, for refinement; a runtime error for a model without one.
+  UpdaterRefinement& updater_refinement() const;
   // Refinement (cfg.refine only) and its last forward.
   std::unique_ptr<MemoryRefiner> refiner_;
   MemoryRefinerContext refine_ctx_;

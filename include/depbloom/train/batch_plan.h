@@ -85,40 +85,13 @@ struct BatchPlan {
   std::array<std::vector<int64_t>, model::kMaxHops> root_id;
   std::vector<int64_t> mem_id;
   PlannedWrites writes;
-  // Refinement (several micro-batches only; else empty): copy c corrects memory row
-  // refine_row[c] for one micro-batch that reads it, one copy per (row, micro-batch); refine
-  // lists its earlier in-batch events (refine.request[c] indexes no array kept here).
-  RefinePlan refine;
-  std::vector<int32_t> refine_row;  // [R] memory row
-  std::vector<double> refine_dt;    // [R] read time - the latest earlier event's time (>= 0)
-  // The distinct values of refine_dt, ascending, and each copy's index among them.
-  std::vector<double> refine_dts;     // [Dt]
-  std::vector<int32_t> refine_dt_of;  // [R] in [0, Dt)
-  // With PlanConfig::refine_bases (else empty): the distinct rows among refine_row in the
-  // order of their first copy, and each copy's (rows read by several micro-batches have
-  // several copies; the updater start reads each base row's memory through W_hh once).
-  std::vector<int32_t> refine_base;     // [B'] memory row
-  std::vector<int32_t> refine_base_of;  // [R] in [0, B')
-  // With PlanConfig::refine_mail_dt (else empty): the age the updater reads copy c's message
-  // with as of the latest earlier event, its time minus the previous earlier event's, or its
-  // time where refine_first[c] is 1 (the caller subtracts the node's last update).
-  std::vector<double> refine_mail_dt;  // [R]
-  std::vector<double> refine_first;    // [R] 1 or 0
-  // The coherence loss's rows (training steps with refine.coherence_weight > 0, else empty):
-  // the sampled copies, most earlier events first, and their earlier mails in rounds. Round i
-  // holds entries [coherence_round[i], coherence_round[i+1]): the i-th earlier mail of each of
-  // the first (coherence_round[i+1] - coherence_round[i]) copies, with the dt the updater
-  // reads it with (mail_dt_at_event: in round 0 the event's time, the caller subtracts the
-  // node's last update).
-  std::vector<int32_t> coherence_copy;   // [S] copy in [0, R)
-  std::vector<int64_t> coherence_round;  // [rounds + 1] entry offsets
-  std::vector<int64_t> coherence_mail;   // [entries] mail in writes (2 p + role)
-  std::vector<double> coherence_dt;      // [entries]
+  RefinePlan refine;        // several micro-batches only; else empty
+  CoherencePlan coherence;  // training steps with refine.coherence_weight > 0; else empty
 
   int64_t batch() const { return static_cast<int64_t>(events.size()); }
   int64_t roots() const { return static_cast<int64_t>(root_node.size()); }
   int64_t memory_rows() const { return static_cast<int64_t>(mem_node.size()); }
-  int64_t refined_rows() const { return static_cast<int64_t>(refine_row.size()); }
+  int64_t refined_rows() const { return static_cast<int64_t>(refine.row.size()); }
 };
 
 // Whether two plans read and write the same things (every field, blocks included).

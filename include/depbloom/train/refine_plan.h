@@ -49,10 +49,39 @@ struct RefinePlan {
   // their latest earlier event, so many terms name one message.
   std::vector<int64_t> msg_pos;
   std::vector<int8_t> msg_role;
+  // Filled by the BatchPlanner (plan rows): copy c corrects memory row row[c] for one
+  // micro-batch that reads it, one copy per (row, micro-batch).
+  std::vector<int32_t> row;  // [R] memory row
+  std::vector<double> dt;    // [R] read time - the latest earlier event's time (>= 0)
+  // The distinct values of dt, ascending, and each copy's index among them.
+  std::vector<double> dts;     // [Dt]
+  std::vector<int32_t> dt_of;  // [R] in [0, Dt)
+  // With PlanConfig::refine_bases (else empty): the distinct rows among `row` in the order of
+  // their first copy, and each copy's (rows read by several micro-batches have several
+  // copies; the updater start reads each base row's memory through W_hh once).
+  std::vector<int32_t> base;     // [B'] memory row
+  std::vector<int32_t> base_of;  // [R] in [0, B')
+  // With PlanConfig::refine_mail_dt (else empty): the age the updater reads copy c's message
+  // with as of the latest earlier event, its time minus the previous earlier event's, or its
+  // time where first[c] is 1 (the caller subtracts the node's last update).
+  std::vector<double> mail_dt;  // [R]
+  std::vector<double> first;    // [R] 1 or 0
 
   int64_t rows() const { return static_cast<int64_t>(request.size()); }
   int64_t terms() const { return static_cast<int64_t>(term_row.size()); }
   int64_t messages() const { return static_cast<int64_t>(msg_pos.size()); }
+};
+
+// The coherence loss's rows: the sampled copies, most earlier events first, and their
+// earlier mails in rounds. Round i holds entries [round[i], round[i+1]): the i-th earlier
+// mail of each of the first (round[i+1] - round[i]) copies, with the dt the updater reads it
+// with (mail_dt_at_event: in round 0 the event's time, the caller subtracts the node's last
+// update).
+struct CoherencePlan {
+  std::vector<int32_t> copy;   // [S] copy in [0, R)
+  std::vector<int64_t> round;  // [rounds + 1] entry offsets
+  std::vector<int64_t> mail;   // [entries] mail in writes (2 p + role)
+  std::vector<double> dt;      // [entries]
 };
 
 class RefinePlanner {

@@ -110,10 +110,10 @@ class StepRunner {
   void apply_writes(StepData& d, StepArena& arena);
 
   void plan_evaluation(StepData& d);
-  int32_t eval_micro_batches() const;
   bool overlaps(const StepData& d) const;
 
   StepParts p_;
+  RefineMode refine_;
   StepLookahead* lookahead_ = nullptr;
   std::vector<int32_t> negatives_;
   std::vector<float> scores_;

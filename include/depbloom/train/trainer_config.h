@@ -54,4 +54,15 @@ struct TrainerConfig {
   PipelineConfig pipeline;
 };
 
+// Refinement as refine.micro_batches (m) sets it, derived here only: on iff m > 1 (the model
+// declares the refiner's parameters only then), training steps cut into m micro-batches and
+// evaluation batches into micro-batches of the training micro-batch's size (at least one),
+// so that a row sees as much of its batch as in training.
+struct RefineMode {
+  bool on = false;
+  int32_t train_micro_batches = 1;
+  int32_t eval_micro_batches = 1;
+};
+RefineMode refine_mode(const TrainerConfig& cfg);
+
 }  // namespace depbloom::train

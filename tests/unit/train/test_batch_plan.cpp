@@ -129,10 +129,10 @@ TEST(BatchPlan, RefinedCopiesDtRunsFromTheLatestEarlierEventToTheRead) {
   ASSERT_EQ(p.micro_bounds, (std::vector<int64_t>{0, 1, 2, 3, 4}));
   std::map<double, std::vector<double>> node1_dt;  // node 1's copies by row time (t0 = 10)
   for (int64_t c = 0; c < p.refined_rows(); ++c) {
-    const auto row = static_cast<size_t>(p.refine_row[static_cast<size_t>(c)]);
-    EXPECT_GE(p.refine_dt[static_cast<size_t>(c)], 0.0) << "copy " << c;
+    const auto row = static_cast<size_t>(p.refine.row[static_cast<size_t>(c)]);
+    EXPECT_GE(p.refine.dt[static_cast<size_t>(c)], 0.0) << "copy " << c;
     if (p.mem_node[row] == 1)
-      node1_dt[p.mem_time[row]].push_back(p.refine_dt[static_cast<size_t>(c)]);
+      node1_dt[p.mem_time[row]].push_back(p.refine.dt[static_cast<size_t>(c)]);
   }
   for (auto& [t, dts] : node1_dt) std::sort(dts.begin(), dts.end());
   EXPECT_EQ(node1_dt[0.0], (std::vector<double>{1, 2}));  // read at 12 and at 13
@@ -146,17 +146,17 @@ TEST(BatchPlan, RefinedCopiesDtRunsFromTheLatestEarlierEventToTheRead) {
 TEST(BatchPlan, RefinedCopiesListTheirDistinctBaseRows) {
   const BatchPlan without = refined_hand_plan(false);
   ASSERT_GT(without.refined_rows(), 0);
-  EXPECT_TRUE(without.refine_base.empty() && without.refine_base_of.empty());
+  EXPECT_TRUE(without.refine.base.empty() && without.refine.base_of.empty());
   const BatchPlan p = refined_hand_plan(true);
-  ASSERT_EQ(p.refine_base_of.size(), p.refine_row.size());
-  std::set<int32_t> distinct(p.refine_row.begin(), p.refine_row.end());
-  EXPECT_EQ(p.refine_base.size(), distinct.size());
-  EXPECT_LT(p.refine_base.size(), p.refine_row.size()) << "no base row has two copies";
+  ASSERT_EQ(p.refine.base_of.size(), p.refine.row.size());
+  std::set<int32_t> distinct(p.refine.row.begin(), p.refine.row.end());
+  EXPECT_EQ(p.refine.base.size(), distinct.size());
+  EXPECT_LT(p.refine.base.size(), p.refine.row.size()) << "no base row has two copies";
   int32_t next = 0;
-  for (size_t c = 0; c < p.refine_row.size(); ++c) {
-    const int32_t b = p.refine_base_of[c];
-    ASSERT_TRUE(b >= 0 && b < static_cast<int32_t>(p.refine_base.size())) << c;
-    EXPECT_EQ(p.refine_base[static_cast<size_t>(b)], p.refine_row[c]) << c;
+  for (size_t c = 0; c < p.refine.row.size(); ++c) {
+    const int32_t b = p.refine.base_of[c];
+    ASSERT_TRUE(b >= 0 && b < static_cast<int32_t>(p.refine.base.size())) << c;
+    EXPECT_EQ(p.refine.base[static_cast<size_t>(b)], p.refine.row[c]) << c;
     EXPECT_LE(b, next) << "base rows out of first-copy order at copy " << c;
     if (b == next) ++next;
   }
@@ -166,14 +166,14 @@ TEST(BatchPlan, RefinedCopiesListTheirDistinctBaseRows) {
 TEST(BatchPlan, RefinedCopiesListTheirDistinctGaps) {
   const BatchPlan p = refined_hand_plan(false);
   ASSERT_GT(p.refined_rows(), 0);
-  ASSERT_EQ(p.refine_dt_of.size(), p.refine_dt.size());
-  const std::set<double> distinct(p.refine_dt.begin(), p.refine_dt.end());
-  EXPECT_EQ(std::vector<double>(distinct.begin(), distinct.end()), p.refine_dts);
-  EXPECT_LT(p.refine_dts.size(), p.refine_dt.size()) << "no gap is shared by two copies";
-  for (size_t c = 0; c < p.refine_dt.size(); ++c) {
-    const int32_t g = p.refine_dt_of[c];
-    ASSERT_TRUE(g >= 0 && g < static_cast<int32_t>(p.refine_dts.size())) << c;
-    EXPECT_EQ(p.refine_dts[static_cast<size_t>(g)], p.refine_dt[c]) << c;
+  ASSERT_EQ(p.refine.dt_of.size(), p.refine.dt.size());
+  const std::set<double> distinct(p.refine.dt.begin(), p.refine.dt.end());
+  EXPECT_EQ(std::vector<double>(distinct.begin(), distinct.end()), p.refine.dts);
+  EXPECT_LT(p.refine.dts.size(), p.refine.dt.size()) << "no gap is shared by two copies";
+  for (size_t c = 0; c < p.refine.dt.size(); ++c) {
+    const int32_t g = p.refine.dt_of[c];
+    ASSERT_TRUE(g >= 0 && g < static_cast<int32_t>(p.refine.dts.size())) << c;
+    EXPECT_EQ(p.refine.dts[static_cast<size_t>(g)], p.refine.dt[c]) << c;
   }
 }
 
@@ -218,11 +218,11 @@ TEST(BatchPlan, StagedRefinedInputsHaveThePlansListLengths) {
     BatchStager stager(refined_hand_config(refine_bases), DType::f32);
     StepArena arena(Device::cpu());
     const model::TgnnInputs in = stager.stage(p, state, arena).in;
-    EXPECT_EQ(in.refine_base.numel(), p.refined_rows());
-    EXPECT_EQ(in.refine_bases.numel(), static_cast<int64_t>(p.refine_base.size()));
-    EXPECT_EQ(in.refine_base_of.numel(), static_cast<int64_t>(p.refine_base_of.size()));
-    EXPECT_EQ(in.refine_dts.numel(), static_cast<int64_t>(p.refine_dts.size()));
-    EXPECT_EQ(in.refine_dt_of.numel(), p.refined_rows());
+    EXPECT_EQ(in.refine.row.numel(), p.refined_rows());
+    EXPECT_EQ(in.refine.base.numel(), static_cast<int64_t>(p.refine.base.size()));
+    EXPECT_EQ(in.refine.base_of.numel(), static_cast<int64_t>(p.refine.base_of.size()));
+    EXPECT_EQ(in.refine.dts.numel(), static_cast<int64_t>(p.refine.dts.size()));
+    EXPECT_EQ(in.refine.dt_of.numel(), p.refined_rows());
     EXPECT_EQ(in.slot_read[0].numel(), static_cast<int64_t>(p.slot_read[0].size()));
     EXPECT_EQ(in.slot_read_of[0].numel(), static_cast<int64_t>(p.slot_row[0].size()));
   }

@@ -96,13 +96,13 @@ double frozen_objective(Trainer& t, const int64_t* batch, double weight,
   t.step_loss(batch, t.config().batch_size, 1, false);
   const auto& p = t.last_plan();
   double loss = t.last_step().local_loss;
-  if (p.coherence_copy.empty()) return loss;
+  if (p.coherence.copy.empty()) return loss;
   const Tensor& updated = t.last_step().updated;
   const int64_t d = updated.dim(1), u = p.memory_rows();
-  const auto s = static_cast<int64_t>(p.coherence_copy.size());
+  const auto s = static_cast<int64_t>(p.coherence.copy.size());
   double sq = 0;
   for (int64_t j = 0; j < s; ++j) {
-    const int64_t row = u + p.coherence_copy[static_cast<size_t>(j)];
+    const int64_t row = u + p.coherence.copy[static_cast<size_t>(j)];
     for (int64_t c = 0; c < d; ++c) {
       const double diff =
           updated.data<double>()[row * d + c] - target[static_cast<size_t>(j * d + c)];
@@ -128,13 +128,13 @@ TEST_P(CoherenceGradTest, StepMatchesCentralDifferencesWithTheTargetFixed) {
   ASSERT_GT(plan.refined_rows(), 0) << "the step refines nothing";
   std::vector<double> target;
   if (c.weight > 0) {
-    ASSERT_FALSE(plan.coherence_copy.empty()) << "no copy drawn for the coherence loss";
-    ASSERT_LT(plan.coherence_copy.size(), static_cast<size_t>(plan.refined_rows()))
+    ASSERT_FALSE(plan.coherence.copy.empty()) << "no copy drawn for the coherence loss";
+    ASSERT_LT(plan.coherence.copy.size(), static_cast<size_t>(plan.refined_rows()))
         << "a sample of 0.6 drew every copy";
     ASSERT_GT(trainer.last_step().coherence_loss, 1e-12);
     target = values_of(trainer.last_step().coherence_target);
   } else {
-    ASSERT_TRUE(plan.coherence_copy.empty());
+    ASSERT_TRUE(plan.coherence.copy.empty());
   }
   EXPECT_NEAR(frozen_objective(trainer, batch, c.weight, target), loss, 1e-12 * (1 + loss));
   trainer.step_loss(batch, b, 1, true);  // the gradient again (frozen_objective cleared none)
@@ -210,7 +210,7 @@ TEST_P(CoherenceTargetTest, IsTheUpdaterAppliedToTheEarlierMailsInOrder) {
   trainer.step_loss(batch, cfg.batch_size, 1, false);
   const auto& p = trainer.last_plan();
   const auto& step = trainer.last_step();
-  ASSERT_EQ(p.coherence_copy.size(), static_cast<size_t>(p.refined_rows())) << "sample 1 drew";
+  ASSERT_EQ(p.coherence.copy.size(), static_cast<size_t>(p.refined_rows())) << "sample 1 drew";
   GruReference gru(trainer, stream.edge_dim);
   const int64_t d = cfg.model.d_mem;
   // The micro-batch reading each copy: the micro-batch of any root reading it (t0-relative
@@ -234,9 +234,9 @@ TEST_P(CoherenceTargetTest, IsTheUpdaterAppliedToTheEarlierMailsInOrder) {
   const auto micro_start = [&](size_t copy) { return read_start[copy]; };
   const Tensor target = step.coherence_target;
   int sequences = 0;
-  for (size_t j = 0; j < p.coherence_copy.size(); ++j) {
-    const auto copy = static_cast<size_t>(p.coherence_copy[j]);
-    const int32_t base = p.refine_row[copy];
+  for (size_t j = 0; j < p.coherence.copy.size(); ++j) {
+    const auto copy = static_cast<size_t>(p.coherence.copy[j]);
+    const int32_t base = p.refine.row[copy];
     std::vector<double> h(gru.row(trainer, base), gru.row(trainer, base) + d);
     const int64_t begin = p.refine.begin[copy], count = p.refine.count[copy];
     sequences += count > 1;
@@ -294,7 +294,7 @@ TEST(CoherenceOff, WeightZeroChangesNothing) {
     const int64_t b = cfg->batch_size;
     for (int64_t s = 0; s + b <= 40; s += b)
       t.train_step(depbloom::train::contiguous_part(split.train.data() + s, b, 0, 1), 1);
-    if (cfg->model.coherence_weight == 0) EXPECT_TRUE(t.last_plan().coherence_copy.empty());
+    if (cfg->model.coherence_weight == 0) EXPECT_TRUE(t.last_plan().coherence.copy.empty());
     params.push_back(values_of(t.parameters().values()));
     traces.push_back(t.loss_trace());
   }

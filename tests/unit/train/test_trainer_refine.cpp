@@ -188,11 +188,11 @@ TEST_P(RefineStartTest, FreshRefinerGivesTheUpdaterAppliedToTheLatestMail) {
   int firsts = 0, laters = 0;
   for (int64_t c = 0; c < p.refined_rows(); ++c) {
     const auto at = static_cast<size_t>(c);
-    const int32_t base = p.refine_row[at];
+    const int32_t base = p.refine.row[at];
     const int64_t latest = p.refine.begin[at] + p.refine.count[at] - 1;
     std::vector<double> h(gru.row(trainer, base), gru.row(trainer, base) + d);
     std::vector<double> msg = gru.mail(trainer, stream, mail_of(latest));
-    double dt = p.refine_dt[at];
+    double dt = p.refine.dt[at];
     if (at_event) {
       const double before = p.refine.count[at] == 1
                                 ? step.rows.last_update.data<double>()[step.staged.input_row(base)]
