@@ -54,9 +54,6 @@ const NameTable<model::RefineStart> kRefineStarts{{model::RefineStart::identity,
 
 const NameTable<DType> kDTypes{{DType::f32, "f32"}, {DType::f64, "f64"}};
 
-const std::vector<std::string> kDataFormats = {"auto", "jodie",  "tgn", "tgl",
-                                               "snap", "konect", "csv"};
-
 std::vector<std::string> communicator_choices() {
   std::vector<std::string> names = dist::communicator_kind_names().names();
   names.insert(names.begin(), "auto");
@@ -117,7 +114,7 @@ void declare_sampling_memory(OptionRegistry& r) {
 }
 
 // TGL's gnn and train sections, the data-parallel strategy and its window plan.
-void declare_gnn_train(OptionRegistry& r) {
+void declare_gnn_train(OptionRegistry& r) {  // NOLINT(readability-function-size): a key table
   r.bind("gnn.arch", FIELD(gnn.arch), gnn_arch_names(),
          "embedding module on top of the memory: TGL's attention layer, the TGN authors' "
          "(scaled dot product as wide as the query, projection and merge MLP, no layer norm), "
@@ -210,7 +207,7 @@ void declare_gnn_train(OptionRegistry& r) {
 void declare_data(OptionRegistry& r) {
   r.bind("data.path", FIELD(data.path),
          "event stream file or folder; empty: the shipped WIKI stream");
-  r.bind_choice("data.format", FIELD(load.format), kDataFormats,
+  r.bind_choice("data.format", FIELD(load.format), data::format_choices(),
                 "file format; auto guesses it from the name and the first lines");
   r.bind("data.protocol", FIELD(split.protocol), data::split_protocol_names(),
          "train/val/test split: TGN's 70/15/15 by time, TGL's, or the one in the file");

@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <vector>
 
+#include <fmt/ranges.h>
 #include <spdlog/spdlog.h>
 #include <nlohmann/json.hpp>
 
@@ -13,7 +14,7 @@
 #include "depbloom/core/timer.h"
 #include "depbloom/data/mapped_file.h"
 #include "event_builder.h"
-#include "text_formats.h"
+#include "format_table.h"
 
 namespace depbloom::data {
 namespace {
@@ -40,35 +41,38 @@ std::string absolute(const std::string& path) {
   return ec ? path : p.string();
 }
 
-// A folder names its events file by convention: ml_<name>.csv, edges.csv or out.<name>.
-std::string file_in_folder(const fs::path& dir, const std::string& format) {
-  std::vector<fs::path> tgn, konect;
+// Every entry of the folder, listed once for all the formats' discovery.
+std::vector<fs::path> folder_entries(const fs::path& dir) {
+  std::vector<fs::path> entries;
   std::error_code ec;
-  for (const auto& entry : fs::directory_iterator(dir, ec)) {
-    const std::string n = entry.path().filename().string();
-    if (n.size() > 7 && n.rfind("ml_", 0) == 0 && n.compare(n.size() - 4, 4, ".csv") == 0) {
-      tgn.push_back(entry.path());
-    }
-    if (n.rfind("out.", 0) == 0) konect.push_back(entry.path());
-  }
+  for (const auto& entry : fs::directory_iterator(dir, ec)) entries.push_back(entry.path());
   if (ec) DB_THROW(data, "{}: cannot list the folder: {}", dir.string(), ec.message());
-  const bool any = format == "auto";
-  if ((any || format == "tgn") && tgn.size() == 1) return tgn[0].string();
-  if ((any || format == "tgn") && tgn.size() > 1) {
-    DB_THROW(data, "{}: holds {} ml_*.csv files; name the one to load", dir.string(), tgn.size());
-  }
-  if ((any || format == "tgl") && is_file(dir / "edges.csv")) return (dir / "edges.csv").string();
-  if ((any || format == "konect") && konect.size() == 1) return konect[0].string();
-  DB_THROW(data, "{}: holds no events file for format {} (ml_<name>.csv, edges.csv or out.*)",
-           dir.string(), format);
+  return entries;
 }
 
-std::string stem_name(const fs::path& file, const std::string& format) {
-  const std::string base = file.filename().string();
-  if (format == "tgn" && base.rfind("ml_", 0) == 0) return base.substr(3, base.size() - 7);
-  if (format == "tgl") return file.parent_path().filename().string();
-  if (base.rfind("out.", 0) == 0) return base.substr(4);
-  return file.stem().string();
+// "a, b or c": what a folder may hold, from the table.
+std::string folder_patterns() {
+  std::vector<std::string> patterns;
+  for (const detail::FormatEntry& e : detail::format_table())
+    if (e.discovery.find != nullptr) patterns.emplace_back(e.discovery.pattern);
+  std::string out = patterns.back();
+  if (patterns.size() > 1) {
+    patterns.pop_back();
+    out = fmt::format("{} or {}", fmt::join(patterns, ", "), out);
+  }
+  return out;
+}
+
+// The events file of a folder: the first format, in table order, whose convention names one.
+std::string file_in_folder(const fs::path& dir, const std::string& format) {
+  const std::vector<fs::path> entries = folder_entries(dir);
+  for (const detail::FormatEntry& e : detail::format_table()) {
+    if ((format != "auto" && format != e.name) || e.discovery.find == nullptr) continue;
+    std::string file = e.discovery.find(dir, entries);
+    if (!file.empty()) return file;
+  }
+  DB_THROW(data, "{}: holds no events file for format {} ({})", dir.string(), format,
+           folder_patterns());
 }
 
 std::string beside(const fs::path& file, const std::string& name) {
@@ -76,13 +80,25 @@ std::string beside(const fs::path& file, const std::string& name) {
   return is_file(p) ? p.string() : std::string();
 }
 
+// The format's own feature files beside the events file, where the options name none.
+void add_feature_files(Inputs& in, const detail::FeatureFiles& own) {
+  const fs::path events(in.detected.file);
+  const std::string stem = events.stem().string();
+  if (own.edges != nullptr && in.edge_features.empty()) {
+    const std::string edges = fmt::format(fmt::runtime(own.edges), stem);
+    in.edge_features = beside(events, edges);
+    if (own.warn_without_edges && in.edge_features.empty()) {
+      spdlog::warn("{}: no {} beside it; loading without edge features", in.detected.file, edges);
+    }
+  }
+  if (own.nodes != nullptr && in.node_features.empty())
+    in.node_features = beside(events, fmt::format(fmt::runtime(own.nodes), stem));
+}
+
 Inputs resolve(const std::string& path, const LoadOptions& options) {
   std::error_code ec;
   if (!fs::exists(path, ec)) DB_THROW(data, "{}: no such file or folder", path);
-  if (options.format != "auto" && !detail::is_known_format(options.format)) {
-    DB_THROW(config, "data.format: unknown format '{}' (auto, jodie, tgn, tgl, snap, konect, csv)",
-             options.format);
-  }
+  if (options.format != "auto") detail::format_entry(options.format);  // unknown: config error
   Inputs in;
   const std::string file = fs::is_directory(path, ec) ? file_in_folder(path, options.format) : path;
   if (options.format == "auto") {
@@ -92,22 +108,11 @@ Inputs resolve(const std::string& path, const LoadOptions& options) {
   } else {
     in.detected = {options.format, file, "data.format"};
   }
-  const std::string& format = in.detected.format;
-  const fs::path events(file);
-  in.name = stem_name(events, format);
+  const detail::FormatEntry& format = detail::format_entry(in.detected.format);
+  in.name = format.stream_name(fs::path(file));
   in.edge_features = options.edge_features;
   in.node_features = options.node_features;
-  if (format == "tgn") {
-    const std::string stem = events.stem().string();
-    if (in.edge_features.empty()) in.edge_features = beside(events, stem + ".npy");
-    if (in.node_features.empty()) in.node_features = beside(events, stem + "_node.npy");
-    if (in.edge_features.empty()) {
-      spdlog::warn("{}: no {}.npy beside it; loading without edge features", file, stem);
-    }
-  } else if (format == "tgl") {
-    if (in.edge_features.empty()) in.edge_features = beside(events, "edge_features.npy");
-    if (in.node_features.empty()) in.node_features = beside(events, "node_features.npy");
-  }
+  add_feature_files(in, format.features);
   return in;
 }
 

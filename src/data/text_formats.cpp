@@ -22,7 +22,9 @@ std::vector<std::string_view> header_fields(std::string_view text, const std::st
   return fields;
 }
 
-ColumnPlan jodie_plan() {
+}  // namespace
+
+ColumnPlan jodie_plan(std::string_view, const std::string&, const LoadOptions&) {
   ColumnPlan plan;
   plan.header = true;
   plan.label = 3;
@@ -32,7 +34,7 @@ ColumnPlan jodie_plan() {
   return plan;
 }
 
-ColumnPlan tgn_plan(std::string_view text, const std::string& file) {
+ColumnPlan tgn_plan(std::string_view text, const std::string& file, const LoadOptions&) {
   std::string_view line;
   int64_t line_number = 0;
   auto f = header_fields(text, file, line, line_number);
@@ -52,7 +54,7 @@ ColumnPlan tgn_plan(std::string_view text, const std::string& file) {
   return plan;
 }
 
-ColumnPlan tgl_plan(std::string_view text, const std::string& file) {
+ColumnPlan tgl_plan(std::string_view text, const std::string& file, const LoadOptions&) {
   std::string_view line;
   int64_t line_number = 0;
   auto f = header_fields(text, file, line, line_number);
@@ -76,7 +78,7 @@ ColumnPlan tgl_plan(std::string_view text, const std::string& file) {
   return plan;
 }
 
-ColumnPlan snap_plan() {
+ColumnPlan snap_plan(std::string_view, const std::string&, const LoadOptions&) {
   ColumnPlan plan;
   plan.delimiter = ' ';
   plan.comment = '#';
@@ -85,7 +87,7 @@ ColumnPlan snap_plan() {
   return plan;
 }
 
-ColumnPlan konect_plan(std::string_view text, const std::string& file, bool weight_as_feature) {
+ColumnPlan konect_plan(std::string_view text, const std::string& file, const LoadOptions& options) {
   ColumnPlan plan;
   plan.delimiter = ' ';
   plan.comment = '%';
@@ -103,7 +105,7 @@ ColumnPlan konect_plan(std::string_view text, const std::string& file, bool weig
   } else if (f.size() == 4) {
     plan.fixed_fields = 4;  // src dst weight time
     plan.time = 3;
-    if (weight_as_feature) {
+    if (options.weight_as_feature) {
       plan.feature_begin = 2;
       plan.feature_end = 3;
     }
@@ -115,7 +117,8 @@ ColumnPlan konect_plan(std::string_view text, const std::string& file, bool weig
   return plan;
 }
 
-ColumnPlan csv_plan(const ColumnMap& map) {
+ColumnPlan csv_plan(std::string_view, const std::string&, const LoadOptions& options) {
+  const ColumnMap& map = options.columns;
   if (map.src < 0 || map.dst < 0 || map.time < 0) {
     DB_THROW(config, "data.columns: src, dst and time need column positions (0-based)");
   }
@@ -149,76 +152,6 @@ ColumnPlan csv_plan(const ColumnMap& map) {
   plan.format = "csv";
   plan.column_key_prefix = "data.columns.";
   return plan;
-}
-
-std::string base_name(const std::string& path) {
-  size_t slash = path.find_last_of('/');
-  return slash == std::string::npos ? path : path.substr(slash + 1);
-}
-
-bool has(const std::vector<std::string_view>& f, std::string_view name) {
-  return std::find(f.begin(), f.end(), name) != f.end();
-}
-
-}  // namespace
-
-bool is_known_format(const std::string& format) {
-  return format == "jodie" || format == "tgn" || format == "tgl" || format == "snap" ||
-         format == "konect" || format == "csv";
-}
-
-RawEvents parse_text_format(std::string_view text, const std::string& file,
-                            const std::string& format, const LoadOptions& options) {
-  if (format == "jodie") return parse_delimited(text, file, jodie_plan());
-  if (format == "tgn") return parse_delimited(text, file, tgn_plan(text, file));
-  if (format == "tgl") return parse_delimited(text, file, tgl_plan(text, file));
-  if (format == "snap") return parse_delimited(text, file, snap_plan());
-  if (format == "konect") {
-    return parse_delimited(text, file, konect_plan(text, file, options.weight_as_feature));
-  }
-  if (format == "csv") return parse_delimited(text, file, csv_plan(options.columns));
-  DB_THROW(config, "data.format: unknown format '{}' (auto, jodie, tgn, tgl, snap, konect, csv)",
-           format);
-}
-
-DetectedFormat guess_format(const std::string& file, std::string_view head) {
-  const std::string base = base_name(file);
-  if (base.size() > 7 && base.compare(0, 3, "ml_") == 0 &&
-      base.compare(base.size() - 4, 4, ".csv") == 0) {
-    return {"tgn", file, "file name ml_*.csv"};
-  }
-  if (base == "edges.csv") return {"tgl", file, "file name edges.csv"};
-  if (base.compare(0, 4, "out.") == 0) return {"konect", file, "file name out.*"};
-
-  std::string_view line;
-  int64_t line_number = 0;
-  if (head.empty()) DB_THROW(data, "{}: the file is empty", file);
-  if (!first_content_line(head, 0, line, line_number)) {
-    DB_THROW(data, "{}: the file holds no events", file);
-  }
-  std::string_view t = trim(line);
-  if (t[0] == '%') return {"konect", file, "first line starts with %"};
-  if (t[0] == '#') return {"snap", file, "first line starts with #"};
-  std::vector<std::string_view> f;
-  if (t.find(',') != std::string_view::npos) {
-    split_fields(t, ',', f);
-    if (f[0].empty() && has(f, "u") && has(f, "i") && has(f, "ts")) {
-      return {"tgn", file, "header ,u,i,ts,..."};
-    }
-    if (has(f, "src") && has(f, "dst") && has(f, "time")) {
-      return {"tgl", file, "header with src,dst,time"};
-    }
-    if (!looks_numeric(f[0])) return {"jodie", file, "comma-separated with a header line"};
-    fail_at(file, line_number, line,
-            "comma-separated rows without a header: set data.format: csv and data.columns");
-  }
-  split_fields(t, ' ', f);
-  const bool numeric = std::all_of(f.begin(), f.end(), looks_numeric);
-  if (numeric && f.size() == 3) return {"snap", file, "3 blank-separated numbers per line"};
-  if (numeric && f.size() == 4) return {"konect", file, "4 blank-separated numbers per line"};
-  fail_at(file, line_number, line,
-          "cannot tell the format of this file; set data.format (jodie, tgn, tgl, snap, konect, "
-          "csv)");
 }
 
 }  // namespace depbloom::data::detail

@@ -1,5 +1,5 @@
-// Internal to the data part: the ColumnPlan of each text format (reading the header where
-// the format has one) and format detection from a file name and its first line.
+// Internal to the data part: the ColumnPlan of each text format, reading the header where
+// the format has one. format_table.cpp names which plan reads which format.
 #pragma once
 
 #include <string>
@@ -10,14 +10,13 @@
 
 namespace depbloom::data::detail {
 
-// Parses `text` as `format` (jodie | tgn | tgl | snap | konect | csv).
-RawEvents parse_text_format(std::string_view text, const std::string& file,
-                            const std::string& format, const LoadOptions& options);
-
-// The format of a file from its name, else from its first content line (`head` is the
-// start of the file). Throws a data error when neither says.
-DetectedFormat guess_format(const std::string& file, std::string_view head);
-
-bool is_known_format(const std::string& format);
+// Each reads `text` (all of the events file, called `file` in messages) only as far as its
+// header, and `options` only where the format has settings.
+ColumnPlan jodie_plan(std::string_view text, const std::string& file, const LoadOptions& options);
+ColumnPlan tgn_plan(std::string_view text, const std::string& file, const LoadOptions& options);
+ColumnPlan tgl_plan(std::string_view text, const std::string& file, const LoadOptions& options);
+ColumnPlan snap_plan(std::string_view text, const std::string& file, const LoadOptions& options);
+ColumnPlan konect_plan(std::string_view text, const std::string& file, const LoadOptions& options);
+ColumnPlan csv_plan(std::string_view text, const std::string& file, const LoadOptions& options);
 
 }  // namespace depbloom::data::detail

@@ -9,7 +9,7 @@
 #include <cstdlib>
 #include <string_view>
 
-#include "data/text_formats.h"
+#include "data/format_table.h"
 #include "depbloom/core/error.h"
 #include "depbloom/data/loader.h"
 

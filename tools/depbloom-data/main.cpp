@@ -6,6 +6,7 @@
 #include <string>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
 #include <CLI/CLI.hpp>
@@ -31,7 +32,8 @@ struct InputArgs {
 void add_input_options(CLI::App* cmd, InputArgs& in) {
   cmd->add_option("path", in.path, "events file, or a folder holding one or an event cache")
       ->required();
-  cmd->add_option("--format", in.format, "input format: auto jodie tgn tgl snap konect csv")
+  cmd->add_option("--format", in.format,
+                  fmt::format("input format: {}", fmt::join(data::format_choices(), " ")))
       ->capture_default_str();
   cmd->add_flag("--drop-self-loops", in.drop_self_loops, "drop events with src == dst");
   cmd->add_flag("--no-cache", in.no_cache, "parse the text even when a cache exists");

@@ -6,6 +6,7 @@
 
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "depbloom/data/event_stream.h"
 
@@ -24,8 +25,12 @@ struct ColumnMap {  // for format "csv": 0-based column positions, -1 = absent
   char comment = 0;        // lines starting with this character are skipped (0: none)
 };
 
+// data.format's values: "auto", then every format the loaders read (src/data/format_table.cpp),
+// in the order messages list them.
+std::vector<std::string> format_choices();
+
 struct LoadOptions {
-  std::string format = "auto";  // auto | jodie | tgn | tgl | snap | konect | csv
+  std::string format = "auto";  // one of format_choices()
   bool drop_self_loops = false;
   bool use_cache = true;
   std::string cache_dir;  // empty: <dir of the source>/.depbloom-cache
@@ -41,7 +46,7 @@ struct LoadOptions {
 
 // The format a path holds and why it was chosen (file name or first line).
 struct DetectedFormat {
-  std::string format;  // jodie | tgn | tgl | snap | konect
+  std::string format;  // one of format_choices() other than auto
   std::string file;    // the events file (a folder resolves to the file inside it)
   std::string reason;  // for the log, e.g. "file name ml_*.csv"
 };

@@ -1,8 +1,10 @@
 // Every text format loads its fixture to the same EventStream, whatever the line endings,
 // blank lines, final newline, ties, self-loops and time order; plus id remapping,
 // bipartite detection, feature files and summary statistics.
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
+#include "data/format_table.h"
 #include "data_test_util.h"
 #include "depbloom/core/error.h"
 #include "depbloom/data/loader.h"
@@ -238,6 +240,17 @@ TEST(DataFormats, CheckEventStreamRejectsBrokenStreams) {
   bad = s;
   bad.event_id.pop_back();
   EXPECT_THROW(check_event_stream(bad), Error);
+}
+
+// A format added to the table is documented too: docs/data.md gives each a paragraph
+// opening with its title and name.
+TEST(DataFormats, DataMdDescribesEveryFormatOfTheTable) {
+  const std::string page = read_text(DEPBLOOM_SOURCE_DIR "/docs/data.md");
+  const std::string formats = page.substr(page.find("## Formats"));
+  for (const detail::FormatEntry& e : detail::format_table()) {
+    const std::string opening = fmt::format("**{}** (`{}`)", e.title, e.name);
+    EXPECT_NE(formats.find(opening), std::string::npos) << opening << " is not in docs/data.md";
+  }
 }
 
 }  // namespace
