@@ -38,7 +38,7 @@ class ProfileReader {
     return x;
   }
 
-  train::LinkCost link(const std::string& name) {
+  costmodel::LinkCost link(const std::string& name) {
     const YAML::Node v = root_[name];
     if (!v) DB_THROW(config, "{}: missing key '{}'", source_, name);
     if (!v.IsMap())
@@ -46,7 +46,7 @@ class ProfileReader {
                "{}:{}: key '{}' must be a map of bandwidth_gb_s, latency_us and hop_latency_us",
                source_, line(v), name);
     only(v, {"bandwidth_gb_s", "latency_us", "hop_latency_us"}, name + ".");
-    train::LinkCost c;
+    costmodel::LinkCost c;
     c.bandwidth = number(v, "bandwidth_gb_s", name + ".bandwidth_gb_s", false) * 1e9;
     c.latency = number(v, "latency_us", name + ".latency_us", true) * 1e-6;
     c.hop_latency = number(v, "hop_latency_us", name + ".hop_latency_us", true) * 1e-6;
@@ -72,7 +72,7 @@ class ProfileReader {
 
 }  // namespace
 
-train::DeviceProfile parse_device_profile(const std::string& yaml, const std::string& source) {
+costmodel::DeviceProfile parse_device_profile(const std::string& yaml, const std::string& source) {
   YAML::Node root;
   try {
     root = YAML::Load(yaml);
@@ -85,7 +85,7 @@ train::DeviceProfile parse_device_profile(const std::string& yaml, const std::st
          {"name", "description", "calibrated", "gemm_gflop_s", "memory_gb_s", "op_launch_us",
           "host_plan_per_s", "host_to_device_gb_s", "all_reduce", "all_gather"},
          "");
-  train::DeviceProfile p;
+  costmodel::DeviceProfile p;
   const YAML::Node name = root["name"];
   if (!name || !name.IsScalar() || name.Scalar().empty())
     DB_THROW(config, "{}: missing key 'name'", source);
@@ -100,7 +100,7 @@ train::DeviceProfile parse_device_profile(const std::string& yaml, const std::st
   return p;
 }
 
-train::DeviceProfile load_device_profile(const std::string& name_or_path) {
+costmodel::DeviceProfile load_device_profile(const std::string& name_or_path) {
   const bool is_path =
       name_or_path.find('/') != std::string::npos || fs::path(name_or_path).extension() == ".yaml";
   std::vector<fs::path> candidates;

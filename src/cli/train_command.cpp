@@ -12,11 +12,11 @@
 
 #include "depbloom/cli/device_profile.h"
 #include "depbloom/core/timer.h"
+#include "depbloom/costmodel/cost_model.h"
+#include "depbloom/costmodel/epoch_work.h"
 #include "depbloom/data/loader.h"
 #include "depbloom/data/split.h"
 #include "depbloom/partition/partition_config.h"
-#include "depbloom/train/cost_model.h"
-#include "depbloom/train/epoch_work.h"
 #include "depbloom/train/fit.h"
 #include "depbloom/train/run_log.h"
 
@@ -63,8 +63,8 @@ std::string stages_text(const train::EpochResult& r) {
                  r.eval_seconds, r.memory_rows, r.refined_rows, r.host_waits);
 }
 
-train::WorkModel work_model(const train::Trainer& trainer) {
-  train::WorkModel wm;
+costmodel::WorkModel work_model(const train::Trainer& trainer) {
+  costmodel::WorkModel wm;
   wm.model = trainer.config().model;
   wm.refine_mean = trainer.config().refine_aggregate == train::RefineAggregate::mean;
   wm.value_bytes = static_cast<int64_t>(dtype_size(trainer.config().dtype));
@@ -73,9 +73,9 @@ train::WorkModel work_model(const train::Trainer& trainer) {
 }
 
 // The plan's work counts, summed over every rank's steps.
-json work_json(const train::EpochWork& w) {
-  train::StepWork sum;
-  for (const train::StepWork& s : w.work) {
+json work_json(const costmodel::EpochWork& w) {
+  costmodel::StepWork sum;
+  for (const costmodel::StepWork& s : w.work) {
     sum.events += s.events, sum.memory_rows += s.memory_rows, sum.updated_rows += s.updated_rows;
     sum.refined_rows += s.refined_rows, sum.refine_terms += s.refine_terms;
     sum.refine_messages += s.refine_messages, sum.refine_bases += s.refine_bases;
@@ -101,9 +101,9 @@ json work_json(const train::EpochWork& w) {
 }
 
 // --profile: the cost model's epoch, every number labelled modelled.
-json model_json(const train::EpochWork& work, const train::WorkModel& wm,
-                const train::DeviceProfile& profile) {
-  const train::CostPrediction m = train::predict_epoch(work, wm, profile);
+json model_json(const costmodel::EpochWork& work, const costmodel::WorkModel& wm,
+                const costmodel::DeviceProfile& profile) {
+  const costmodel::CostPrediction m = costmodel::predict_epoch(work, wm, profile);
   json stages = json::object();
   for (int i = 0; i < train::kStages; ++i)
     stages[train::stage_name(static_cast<train::Stage>(i))] =
@@ -125,11 +125,11 @@ json model_json(const train::EpochWork& work, const train::WorkModel& wm,
 // and GEMM FLOPs; with --profile the cost model's times), logged and printed as one JSON
 // line whose "comm" object is what metrics.jsonl's will hold (rank 0's).
 void print_plan(train::Trainer& trainer, const train::TrainerConfig& tc, int ranks,
-                const std::optional<train::DeviceProfile>& profile) {
+                const std::optional<costmodel::DeviceProfile>& profile) {
   Stopwatch watch;
   const train::PlanConfig& pc = trainer.plan_settings();
-  train::EpochWorkCollector collector(ranks, trainer.stream().num_nodes, pc.memory,
-                                      pc.memory && pc.skip_empty_mailbox);
+  costmodel::EpochWorkCollector collector(ranks, trainer.stream().num_nodes, pc.memory,
+                                          pc.memory && pc.skip_empty_mailbox);
   const train::EpochForecast f = trainer.forecast_epoch(
       ranks, [&](int rank, const train::ScheduledStep& step, const train::BatchPlan& plan) {
         collector.observe(rank, step, plan);
@@ -157,9 +157,9 @@ void print_plan(train::Trainer& trainer, const train::TrainerConfig& tc, int ran
   if (ranks > 1)
     spdlog::info("plan: {} node-state exchanges: {} memory rows, {} mails, {:.2f} MB", c.exchanges,
                  c.exchanged_rows, c.exchanged_mails, static_cast<double>(c.exchange_bytes) / 1e6);
-  const train::EpochWork work = collector.finish(f.comm);
-  const train::WorkModel wm = work_model(trainer);
-  const train::StepFlops flops = train::epoch_flops(work, wm);
+  const costmodel::EpochWork work = collector.finish(f.comm);
+  const costmodel::WorkModel wm = work_model(trainer);
+  const costmodel::StepFlops flops = costmodel::epoch_flops(work, wm);
   json plan = {
       {"strategy", r.strategy},
       {"ranks", ranks},
@@ -331,7 +331,7 @@ int run_train_command(const OptionRegistry& cfg, const TrainCommand& cmd) {
   const RunConfig& c = cfg.config();
   train::TrainerConfig tc = trainer_config(c, cmd.device);
   tc.comm = cmd.comm;
-  std::optional<train::DeviceProfile> profile;  // read first: a bad one fails at once
+  std::optional<costmodel::DeviceProfile> profile;  // read first: a bad one fails at once
   if (!cmd.profile.empty()) profile = load_device_profile(cmd.profile);
   Stopwatch watch;
   data::EventStream stream = data::load_events(cmd.data_path, c.load);

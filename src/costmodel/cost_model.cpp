@@ -1,11 +1,14 @@
 // The cost model: a roofline per GEMM, bandwidth for the other ops' bytes, a launch per op
 // call, the host's planning rate, and alpha-beta collectives; then the serial and the
 // pipelined step (cost_model.h).
-#include "depbloom/train/cost_model.h"
+#include "depbloom/costmodel/cost_model.h"
 
 #include <algorithm>
 
-namespace depbloom::train {
+namespace depbloom::costmodel {
+using train::kStages;
+using train::Stage;
+using train::StageTimes;
 namespace {
 
 double div(double x, double rate) {
@@ -160,4 +163,4 @@ CostPrediction predict_epoch(const EpochWork& work, const WorkModel& wm, const D
   return out;
 }
 
-}  // namespace depbloom::train
+}  // namespace depbloom::costmodel

@@ -11,7 +11,7 @@
 #include "depbloom/model/tgnn_config.h"
 #include "depbloom/train/step.h"
 
-namespace depbloom::train {
+namespace depbloom::costmodel {
 
 // One GEMM shape C [m, n] = op(A) [m, k] op(B) [k, n], made `count` times.
 struct GemmShape {
@@ -54,7 +54,7 @@ struct StageWork {
   int64_t ops = 0;
   int64_t flops() const;
 };
-using StepStageWork = std::array<StageWork, kStages>;
+using StepStageWork = std::array<StageWork, train::kStages>;
 
 // What the stage work depends on beyond the model's widths.
 struct WorkModel {
@@ -76,4 +76,4 @@ struct StepFlops {
 };
 StepFlops step_flops(const StepStageWork& work);
 
-}  // namespace depbloom::train
+}  // namespace depbloom::costmodel

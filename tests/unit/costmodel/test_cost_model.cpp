@@ -9,8 +9,8 @@
 #include <vector>
 
 #include "depbloom/backend/runtime.h"
-#include "depbloom/train/cost_model.h"
-#include "depbloom/train/epoch_work.h"
+#include "depbloom/costmodel/cost_model.h"
+#include "depbloom/costmodel/epoch_work.h"
 #include "depbloom/train/trainer.h"
 #include "unit/train/tiny_stream.h"
 
@@ -18,6 +18,7 @@ namespace dbtraintest {
 namespace {
 
 using namespace depbloom::train;
+using namespace depbloom::costmodel;
 using depbloom::DType;
 using depbloom::model::AttentionStyle;
 using depbloom::model::EmbeddingKind;

@@ -7,12 +7,12 @@
 #include <cstdint>
 #include <vector>
 
+#include "depbloom/costmodel/step_work.h"
 #include "depbloom/dist/communicator.h"
 #include "depbloom/train/batch_plan.h"
 #include "depbloom/train/schedule.h"
-#include "depbloom/train/step_work.h"
 
-namespace depbloom::train {
+namespace depbloom::costmodel {
 
 struct EpochWork {
   int ranks = 1;
@@ -35,7 +35,7 @@ class EpochWorkCollector {
   EpochWorkCollector(int ranks, int64_t nodes, bool memory, bool skip_empty);
 
   // One rank's planned step (step.index, step.sync as its schedule has them).
-  void observe(int rank, const ScheduledStep& step, const BatchPlan& plan);
+  void observe(int rank, const train::ScheduledStep& step, const train::BatchPlan& plan);
   // The epoch's work with `comm` its collectives. Steps no rank observed stay empty.
   EpochWork finish(const dist::CommStats& comm);
 
@@ -53,4 +53,4 @@ class EpochWorkCollector {
   std::vector<Seen> seen_;  // [step * ranks + rank]
 };
 
-}  // namespace depbloom::train
+}  // namespace depbloom::costmodel

@@ -1,11 +1,14 @@
 // EpochWorkCollector: per-rank step counts from the forecast's plans, then one replay in
 // step order of what each replica holds: a node holds mail on rank r once r mailed it, or
 // once any rank mailed it before a sync point that has passed.
-#include "depbloom/train/epoch_work.h"
+#include "depbloom/costmodel/epoch_work.h"
 
 #include <algorithm>
 
-namespace depbloom::train {
+namespace depbloom::costmodel {
+using train::BatchPlan;
+using train::ScheduledStep;
+using train::SyncPoint;
 
 EpochWorkCollector::EpochWorkCollector(int ranks, int64_t nodes, bool memory, bool skip_empty)
     : ranks_(ranks), nodes_(nodes), memory_(memory), skip_empty_(skip_empty) {
@@ -109,4 +112,4 @@ EpochWork EpochWorkCollector::finish(const dist::CommStats& comm) {
   return out_;
 }
 
-}  // namespace depbloom::train
+}  // namespace depbloom::costmodel

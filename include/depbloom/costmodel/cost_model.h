@@ -8,11 +8,11 @@
 #include <cstdint>
 #include <string>
 
-#include "depbloom/train/epoch_work.h"
+#include "depbloom/costmodel/epoch_work.h"
+#include "depbloom/costmodel/step_work.h"
 #include "depbloom/train/step.h"
-#include "depbloom/train/step_work.h"
 
-namespace depbloom::train {
+namespace depbloom::costmodel {
 
 // One collective's cost, as NCCL's ring model prices it: seconds per call = latency +
 // steps * hop_latency + bytes * factor / bandwidth, with steps 2 (P-1) and factor 2 (P-1)/P
@@ -44,12 +44,12 @@ double exchange_seconds(const dist::CommStats& comm, int ranks, const DeviceProf
 
 struct CostPrediction {
   std::string profile;
-  StageTimes stages;       // seconds per epoch on the critical rank of each step (serial)
-  double collectives = 0;  // of which the all-reduce and exchange collectives
+  train::StageTimes stages;  // seconds per epoch on the critical rank of each step (serial)
+  double collectives = 0;    // of which the all-reduce and exchange collectives
   double serial = 0, pipelined = 0;
   // What bounds the pipelined epoch: sample when the host lane is longest over the epoch,
   // write_back when the side lane is, else the main lane's largest stage.
-  Stage bound = Stage::sample;
+  train::Stage bound = train::Stage::sample;
   StepFlops flops;  // GEMM FLOPs of the epoch over every rank
 };
 
@@ -65,4 +65,4 @@ StepFlops epoch_flops(const EpochWork& work, const WorkModel& wm);
 // deferred write-back and the rest of the exchange. Never longer than serial.
 CostPrediction predict_epoch(const EpochWork& work, const WorkModel& wm, const DeviceProfile& p);
 
-}  // namespace depbloom::train
+}  // namespace depbloom::costmodel

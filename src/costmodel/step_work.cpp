@@ -2,9 +2,11 @@
 // (m, n, k) in the order the layers call ops::gemm, forward and backward (only the input
 // gradients the model asks for), the bytes of the other ops and the op calls. The GEMM
 // shapes are exact; bytes and op calls are estimates of the layers' element-wise work.
-#include "depbloom/train/step_work.h"
+#include "depbloom/costmodel/step_work.h"
 
-namespace depbloom::train {
+namespace depbloom::costmodel {
+using train::kStages;
+using train::Stage;
 namespace {
 
 using model::AttentionStyle;
@@ -303,4 +305,4 @@ StepFlops step_flops(const StepStageWork& work) {
   return f;
 }
 
-}  // namespace depbloom::train
+}  // namespace depbloom::costmodel
