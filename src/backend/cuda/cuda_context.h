@@ -9,16 +9,13 @@
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
 
+#include "depbloom/backend/cuda_stream.h"  // enter_device, count_host_wait
+
 namespace depbloom::kernels {
 struct IndexFault;
 }
 
 namespace depbloom::backend {
-
-// Makes `device` the calling thread's current CUDA device (cudaSetDevice only when it
-// differs) and returns the thread's current stream on it. Every op calls this first. The
-// device is left current on return (no restore), as kernel launches need it.
-cudaStream_t enter_device(int device);
 
 // The calling thread's current stream on `device`: its own lazily created non-blocking
 // stream unless set_current_stream() installed another one.
@@ -68,8 +65,5 @@ kernels::IndexFault* index_fault(int device);
 // fault; that is the next host synchronisation after the faulty kernel, as the host cannot
 // learn of it sooner without waiting.
 void wait_stream(int device, cudaStream_t stream);
-
-// Counts a host wait made by a polling loop outside the backend (NCCL's waits).
-void count_host_wait();
 
 }  // namespace depbloom::backend

@@ -12,7 +12,7 @@
 #include <cstring>
 #include <thread>
 
-#include "backend/cuda/cuda_context.h"
+#include "depbloom/backend/cuda_stream.h"
 #include "depbloom/backend/runtime.h"
 #include "depbloom/core/nccl_check.h"
 #include "dist/backends.h"
