@@ -101,6 +101,78 @@ void check_node_count(size_t n, const std::string& file) {
   }
 }
 
+void drop_self_loops_of(RawEvents& raw, std::vector<int64_t>& event_id) {
+  std::vector<int64_t> keep;
+  keep.reserve(event_id.size());
+  for (int64_t e = 0; e < raw.size(); ++e) {
+    if (raw.src[e] != raw.dst[e]) keep.push_back(e);
+  }
+  const int64_t dropped = raw.size() - static_cast<int64_t>(keep.size());
+  if (dropped > 0) {
+    spdlog::info("{}: dropped {} self-loops (data.drop_self_loops)", raw.file, dropped);
+    select_events(raw, event_id, keep);
+  }
+  if (raw.src.empty()) DB_THROW(data, "{}: no events are left without self-loops", raw.file);
+}
+
+// Count the events that arrive below an earlier timestamp, then sort stably.
+void sort_by_time(RawEvents& raw, std::vector<int64_t>& event_id) {
+  int64_t out_of_order = 0;
+  double latest = -std::numeric_limits<double>::infinity();
+  for (double t : raw.ts) {
+    if (t < latest) ++out_of_order;
+    latest = std::max(latest, t);
+  }
+  if (out_of_order == 0) return;
+  spdlog::warn("{}: {} of {} events were out of time order; sorted them stably by time", raw.file,
+               out_of_order, raw.size());
+  std::vector<int64_t> order(event_id.size());
+  std::iota(order.begin(), order.end(), 0);
+  std::stable_sort(order.begin(), order.end(),
+                   [&](int64_t a, int64_t b) { return raw.ts[a] < raw.ts[b]; });
+  select_events(raw, event_id, order);
+}
+
+// Dense node ids: users then items when the two id sets are apart, else one shared range.
+void number_nodes(const RawEvents& raw, EventStream& s) {
+  std::vector<int64_t> users = distinct_sorted(raw.src);
+  std::vector<int64_t> items = distinct_sorted(raw.dst);
+  if (raw.two_id_spaces || disjoint(users, items)) {
+    check_node_count(users.size() + items.size(), raw.file);
+    s.bipartite = true;
+    s.num_users = static_cast<int32_t>(users.size());
+    rank_into(raw.src, users, 0, s.src);
+    rank_into(raw.dst, items, static_cast<int64_t>(users.size()), s.dst);
+    s.original_id = std::move(users);
+    s.original_id.insert(s.original_id.end(), items.begin(), items.end());
+  } else {
+    std::vector<int64_t> all;
+    all.reserve(users.size() + items.size());
+    std::set_union(users.begin(), users.end(), items.begin(), items.end(), std::back_inserter(all));
+    check_node_count(all.size(), raw.file);
+    rank_into(raw.src, all, 0, s.src);
+    rank_into(raw.dst, all, 0, s.dst);
+    s.original_id = std::move(all);
+  }
+  s.num_nodes = static_cast<int32_t>(s.original_id.size());
+}
+
+void attach_node_features(const RawEvents& raw, const FeatureTable& t, EventStream& s) {
+  s.node_dim = t.dim;
+  s.node_feat.resize(static_cast<size_t>(s.num_nodes) * static_cast<size_t>(t.dim));
+  for (int32_t v = 0; v < s.num_nodes; ++v) {
+    const int64_t row = raw.two_id_spaces ? v : s.original_id[v];
+    if (row >= t.rows) {
+      const int64_t needed =
+          raw.two_id_spaces ? s.num_nodes
+                            : *std::max_element(s.original_id.begin(), s.original_id.end()) + 1;
+      DB_THROW(data, "{}: has no row for node {} of {}: {} rows of node features, {} needed",
+               t.file, s.original_id[v], raw.file, t.rows, needed);
+    }
+    std::copy_n(t.values.begin() + row * t.dim, t.dim, s.node_feat.begin() + int64_t{v} * t.dim);
+  }
+}
+
 }  // namespace
 
 FeatureTable read_feature_table(const std::string& path, const char* what) {
@@ -146,77 +218,12 @@ EventStream build_event_stream(RawEvents raw, bool drop_self_loops,
                                const FeatureTable* node_features) {
   std::vector<int64_t> event_id(static_cast<size_t>(raw.size()));
   std::iota(event_id.begin(), event_id.end(), 0);
-
-  if (drop_self_loops && !raw.two_id_spaces) {
-    std::vector<int64_t> keep;
-    keep.reserve(event_id.size());
-    for (int64_t e = 0; e < raw.size(); ++e) {
-      if (raw.src[e] != raw.dst[e]) keep.push_back(e);
-    }
-    const int64_t dropped = raw.size() - static_cast<int64_t>(keep.size());
-    if (dropped > 0) {
-      spdlog::info("{}: dropped {} self-loops (data.drop_self_loops)", raw.file, dropped);
-      select_events(raw, event_id, keep);
-    }
-    if (raw.src.empty()) DB_THROW(data, "{}: no events are left without self-loops", raw.file);
-  }
-
-  // Count the events that arrive below an earlier timestamp, then sort stably.
-  int64_t out_of_order = 0;
-  double latest = -std::numeric_limits<double>::infinity();
-  for (double t : raw.ts) {
-    if (t < latest) ++out_of_order;
-    latest = std::max(latest, t);
-  }
-  if (out_of_order > 0) {
-    spdlog::warn("{}: {} of {} events were out of time order; sorted them stably by time", raw.file,
-                 out_of_order, raw.size());
-    std::vector<int64_t> order(event_id.size());
-    std::iota(order.begin(), order.end(), 0);
-    std::stable_sort(order.begin(), order.end(),
-                     [&](int64_t a, int64_t b) { return raw.ts[a] < raw.ts[b]; });
-    select_events(raw, event_id, order);
-  }
-
+  if (drop_self_loops && !raw.two_id_spaces) drop_self_loops_of(raw, event_id);
+  sort_by_time(raw, event_id);
   EventStream s;
-  std::vector<int64_t> users = distinct_sorted(raw.src);
-  std::vector<int64_t> items = distinct_sorted(raw.dst);
-  if (raw.two_id_spaces || disjoint(users, items)) {
-    check_node_count(users.size() + items.size(), raw.file);
-    s.bipartite = true;
-    s.num_users = static_cast<int32_t>(users.size());
-    rank_into(raw.src, users, 0, s.src);
-    rank_into(raw.dst, items, static_cast<int64_t>(users.size()), s.dst);
-    s.original_id = std::move(users);
-    s.original_id.insert(s.original_id.end(), items.begin(), items.end());
-  } else {
-    std::vector<int64_t> all;
-    all.reserve(users.size() + items.size());
-    std::set_union(users.begin(), users.end(), items.begin(), items.end(), std::back_inserter(all));
-    check_node_count(all.size(), raw.file);
-    rank_into(raw.src, all, 0, s.src);
-    rank_into(raw.dst, all, 0, s.dst);
-    s.original_id = std::move(all);
-  }
-  s.num_nodes = static_cast<int32_t>(s.original_id.size());
-
-  if (node_features != nullptr && !node_features->file.empty()) {
-    const FeatureTable& t = *node_features;
-    s.node_dim = t.dim;
-    s.node_feat.resize(static_cast<size_t>(s.num_nodes) * static_cast<size_t>(t.dim));
-    for (int32_t v = 0; v < s.num_nodes; ++v) {
-      const int64_t row = raw.two_id_spaces ? v : s.original_id[v];
-      if (row >= t.rows) {
-        const int64_t needed =
-            raw.two_id_spaces ? s.num_nodes
-                              : *std::max_element(s.original_id.begin(), s.original_id.end()) + 1;
-        DB_THROW(data, "{}: has no row for node {} of {}: {} rows of node features, {} needed",
-                 t.file, s.original_id[v], raw.file, t.rows, needed);
-      }
-      std::copy_n(t.values.begin() + row * t.dim, t.dim, s.node_feat.begin() + int64_t{v} * t.dim);
-    }
-  }
-
+  number_nodes(raw, s);
+  if (node_features != nullptr && !node_features->file.empty())
+    attach_node_features(raw, *node_features, s);
   s.ts = std::move(raw.ts);
   s.event_id = std::move(event_id);
   s.edge_feat = std::move(raw.edge_feat);

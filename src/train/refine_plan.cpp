@@ -52,16 +52,20 @@ void RefinePlanner::plan(RefinePlan& out, const int64_t* events, int64_t count,
     std::fill(node_stamp_.begin(), node_stamp_.end(), 0);
     stamp_ = 1;
   }
+  list_events(out, events, count);
+  bucket_requests(req_node, req_micro, requests, micro);
+  count_earlier(events, bounds, req_node, requests);
+  list_rows(out, events, req_node, requests, aggregate);
+}
+
+// Each touched node's events in the step, in slots; a self loop is one event of its node.
+void RefinePlanner::list_events(RefinePlan& out, const int64_t* events, int64_t count) {
   touched_ = 0;
   slot_fill_.resize(static_cast<size_t>(2 * count));
-  auto src_of = [&](int64_t p) { return stream_.src[static_cast<size_t>(events[p])]; };
-  auto dst_of = [&](int64_t p) { return stream_.dst[static_cast<size_t>(events[p])]; };
-
-  // Slots and list lengths; a self loop is one event of its node.
   for (int64_t p = 0; p < count; ++p) {
     DB_ASSERT(p == 0 || events[p] > events[p - 1], "refine plan: events not ascending at {}", p);
-    touch(src_of(p));
-    if (dst_of(p) != src_of(p)) touch(dst_of(p));
+    touch(src_at(events, p));
+    if (dst_at(events, p) != src_at(events, p)) touch(dst_at(events, p));
   }
   slot_begin_.resize(static_cast<size_t>(touched_ + 1));
   slot_begin_[0] = 0;
@@ -79,11 +83,14 @@ void RefinePlanner::plan(RefinePlan& out, const int64_t* events, int64_t count,
     out.event_role[at] = role;
   };
   for (int64_t p = 0; p < count; ++p) {
-    if (dst_of(p) != src_of(p)) place(src_of(p), p, 0);
-    place(dst_of(p), p, 1);
+    if (dst_at(events, p) != src_at(events, p)) place(src_at(events, p), p, 0);
+    place(dst_at(events, p), p, 1);
   }
+}
 
-  // Requests bucketed by micro-batch (a counting sort, stable in request order).
+// Requests bucketed by micro-batch (a counting sort, stable in request order).
+void RefinePlanner::bucket_requests(const int32_t* req_node, const int32_t* req_micro,
+                                    int64_t requests, int64_t micro) {
   micro_start_.assign(static_cast<size_t>(micro + 1), 0);
   for (int64_t i = 0; i < requests; ++i) {
     DB_ASSERT(
@@ -98,8 +105,12 @@ void RefinePlanner::plan(RefinePlan& out, const int64_t* events, int64_t count,
   by_micro_.resize(static_cast<size_t>(requests));
   for (int64_t i = 0; i < requests; ++i)
     by_micro_[static_cast<size_t>(micro_start_[static_cast<size_t>(req_micro[i])]++)] = i;
+}
 
-  // The sweep: before micro-batch j's requests, micro-batch j-1's events join the counts.
+// The sweep: before micro-batch j's requests, micro-batch j-1's events join the counts.
+void RefinePlanner::count_earlier(const int64_t* events, const std::vector<int64_t>& bounds,
+                                  const int32_t* req_node, int64_t requests) {
+  const auto micro = static_cast<int64_t>(bounds.size()) - 1;
   std::fill(slot_fill_.begin(), slot_fill_.begin() + touched_, 0);  // now the number seen
   earlier_.resize(static_cast<size_t>(requests));
   int64_t next = 0;  // into by_micro_, whose buckets now end at micro_start_[j]
@@ -107,8 +118,9 @@ void RefinePlanner::plan(RefinePlan& out, const int64_t* events, int64_t count,
     if (j > 0) {
       for (int64_t p = bounds[static_cast<size_t>(j - 1)]; p < bounds[static_cast<size_t>(j)];
            ++p) {
-        ++slot_fill_[static_cast<size_t>(slot_of(src_of(p)))];
-        if (dst_of(p) != src_of(p)) ++slot_fill_[static_cast<size_t>(slot_of(dst_of(p)))];
+        ++slot_fill_[static_cast<size_t>(slot_of(src_at(events, p)))];
+        if (dst_at(events, p) != src_at(events, p))
+          ++slot_fill_[static_cast<size_t>(slot_of(dst_at(events, p)))];
       }
     }
     for (; next < micro_start_[static_cast<size_t>(j)]; ++next) {
@@ -117,8 +129,11 @@ void RefinePlanner::plan(RefinePlan& out, const int64_t* events, int64_t count,
       earlier_[static_cast<size_t>(i)] = s < 0 ? 0 : slot_fill_[static_cast<size_t>(s)];
     }
   }
+}
 
-  // Rows and terms in request order.
+// Rows and terms in request order.
+void RefinePlanner::list_rows(RefinePlan& out, const int64_t* events, const int32_t* req_node,
+                              int64_t requests, RefineAggregate aggregate) {
   out.request.clear(), out.begin.clear(), out.count.clear();
   out.latest.clear(), out.latest_time.clear();
   out.term_row.clear(), out.term_msg.clear(), out.term_weight.clear();

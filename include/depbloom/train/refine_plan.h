@@ -104,6 +104,20 @@ class RefinePlanner {
   // The node's slot among the step's touched nodes, or -1 when it has no event in the step.
   int32_t slot_of(int32_t node) const;
   void touch(int32_t node);
+  int32_t src_at(const int64_t* events, int64_t p) const {
+    return stream_.src[static_cast<size_t>(events[p])];
+  }
+  int32_t dst_at(const int64_t* events, int64_t p) const {
+    return stream_.dst[static_cast<size_t>(events[p])];
+  }
+  // plan()'s passes, in order.
+  void list_events(RefinePlan& out, const int64_t* events, int64_t count);
+  void bucket_requests(const int32_t* req_node, const int32_t* req_micro, int64_t requests,
+                       int64_t micro);
+  void count_earlier(const int64_t* events, const std::vector<int64_t>& bounds,
+                     const int32_t* req_node, int64_t requests);
+  void list_rows(RefinePlan& out, const int64_t* events, const int32_t* req_node, int64_t requests,
+                 RefineAggregate aggregate);
 
   const data::EventStream& stream_;
   std::vector<uint32_t> node_stamp_;  // [N] == stamp_ when node_slot_ is current
