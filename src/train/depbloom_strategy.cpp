@@ -5,6 +5,21 @@
 #include <algorithm>
 
 namespace depbloom::train {
+namespace {
+
+// Per rank: memory rows, mailed nodes, mails held.
+std::vector<double> depbloom_header(int64_t mem_rows, int64_t mail_nodes, int64_t mails) {
+  return {static_cast<double>(mem_rows), static_cast<double>(mail_nodes),
+          static_cast<double>(mails)};
+}
+
+// A (node, claims, sent) triple of ids per mailed node.
+SendSizes depbloom_sizes(const double* header) {
+  return {static_cast<int64_t>(header[0]), 3 * static_cast<int64_t>(header[1]),
+          static_cast<int64_t>(header[2])};
+}
+
+}  // namespace
 
 DepbloomStrategy::DepbloomStrategy(dist::Communicator& comm, const data::EventStream& stream,
                                    const partition::PartitionConfig& partition, uint64_t seed)
@@ -62,9 +77,7 @@ void DepbloomStrategy::schedule(Schedule& out, const std::vector<int64_t>& train
 }
 
 double DepbloomStrategy::reconcile(const StepWrites& w) {
-  loss_sum_ = w.local_loss * static_cast<double>(w.step->count);
-  comm_.all_reduce(Tensor::wrap(&loss_sum_, Shape(1)), dist::ReduceOp::sum);
-  counts_.local_events += w.step->count;
+  const double loss_sum = reduce_loss(*w.step, w.local_loss * static_cast<double>(w.step->count));
   if (w.memory) {
     if (journal_ == nullptr) journal_ = std::make_unique<WindowJournal>(*w.state);
     Arena& arena = w.arena->device();
@@ -72,75 +85,55 @@ double DepbloomStrategy::reconcile(const StepWrites& w) {
     apply_writes(w, w.writes);
     if (w.step->sync == SyncPoint::exchange) exchange(w);
   }
-  return loss_sum_ / static_cast<double>(std::max<int64_t>(1, w.step->global_count));
+  return loss_sum / static_cast<double>(std::max<int64_t>(1, w.step->global_count));
+}
+
+// The step's global loss sum, from one all-reduce every step.
+double DepbloomStrategy::reduce_loss(const ScheduledStep& step, double local_sum) {
+  loss_sum_ = local_sum;
+  comm_.all_reduce(Tensor::wrap(&loss_sum_, Shape(1)), dist::ReduceOp::sum);
+  counts_.local_events += step.count;
+  return loss_sum_;
+}
+
+// The window end's collectives (write_gather.h) and their accounting.
+const ExchangedRows& DepbloomStrategy::gather(const std::vector<double>& header,
+                                              const ExchangedRows& mine, const StateLayout& layout,
+                                              Arena& arena) {
+  gather_.gather_sizes(comm_, header, &depbloom_sizes);
+  const ExchangedRows& all = gather_.gather_rows(comm_, mine, layout, arena);
+  counts_.exchanges += 1;
+  counts_.exchanged_rows += gather_.totals().mem_rows;
+  counts_.exchanged_mails += gather_.totals().mails;
+  counts_.exchange_bytes += gather_.bytes(layout);
+  return all;
 }
 
 // Every rank's contribution gathered in rank order, this rank's window-start rings put back,
 // and the whole merged into the replica.
 void DepbloomStrategy::exchange(const StepWrites& w) {
-  const int64_t ranks = comm_.size();
   model::NodeState& state = *w.state;
   Arena& arena = w.arena->device();
-  const WindowContribution mine = journal_->contribution(state, arena);
-  my_sizes_.assign({static_cast<double>(mine.mem_count), static_cast<double>(mine.mail_nodes),
-                    static_cast<double>(mine.mails)});
-  all_sizes_.resize(static_cast<size_t>(3 * ranks));
-  comm_.all_gather(Tensor::wrap(my_sizes_.data(), Shape(3)),
-                   Tensor::wrap(all_sizes_.data(), Shape(3 * ranks)));
-  mem_counts_.assign(static_cast<size_t>(ranks), 0);
-  node_counts_.assign(static_cast<size_t>(ranks), 0);
-  mail_counts_.assign(static_cast<size_t>(ranks), 0);
-  int64_t mem_total = 0, node_total = 0, mail_total = 0;
-  for (size_t r = 0; r < static_cast<size_t>(ranks); ++r) {
-    mem_counts_[r] = static_cast<int64_t>(all_sizes_[3 * r]);
-    node_counts_[r] = static_cast<int64_t>(all_sizes_[3 * r + 1]);
-    mail_counts_[r] = static_cast<int64_t>(all_sizes_[3 * r + 2]);
-    mem_total += mem_counts_[r], node_total += node_counts_[r], mail_total += mail_counts_[r];
-  }
-  auto scaled = [&](const std::vector<int64_t>& counts, int64_t by) -> const std::vector<int64_t>& {
-    scaled_.assign(counts.begin(), counts.end());
-    for (auto& x : scaled_) x *= by;
-    return scaled_;
-  };
-  int32_t no_id = 0;  // a valid pointer for an empty send
-  auto ids = [&](const int32_t* p, int64_t n) {
-    return Tensor::wrap(n > 0 ? const_cast<int32_t*>(p) : &no_id, Shape(n));
-  };
-  const DType dtype = state.dtype();
-  const int64_t d_mem = state.memory_dim(), d_mail = state.mail_dim();
+  const WindowContribution c = journal_->contribution(state, arena);
+  ExchangedRows mine;
+  mine.mem_node = c.mem_node;
+  mine.mail_id = c.mail_triples;
+  mine.mem_rows = c.mem_rows, mine.mem_time = c.mem_time;
+  mine.mail_rows = c.mail_rows, mine.mail_time = c.mail_time;
+  const ExchangedRows& rows =
+      gather(depbloom_header(c.mem_count, c.mail_nodes, c.mails), mine, state_layout(state), arena);
   WindowWrites all;
-  all.mem_counts = mem_counts_;
-  all.mail_nodes = node_counts_;
-  all_mem_node_.resize(static_cast<size_t>(std::max<int64_t>(mem_total, 1)));
-  all_triples_.resize(static_cast<size_t>(std::max<int64_t>(3 * node_total, 1)));
-  comm_.all_gather_v(ids(mine.mem_node, mine.mem_count),
-                     Tensor::wrap(all_mem_node_.data(), Shape(mem_total)), mem_counts_);
-  all.mem_node = all_mem_node_.data();
-  all.mem_rows = arena.alloc(dtype, Shape(mem_total, d_mem));
-  all.mem_time = arena.alloc(dtype, Shape(mem_total));
-  comm_.all_gather_v(mine.mem_rows.reshape(Shape(mine.mem_count * d_mem)),
-                     all.mem_rows.reshape(Shape(mem_total * d_mem)), scaled(mem_counts_, d_mem));
-  comm_.all_gather_v(mine.mem_time, all.mem_time, mem_counts_);
-  comm_.all_gather_v(ids(mine.mail_triples, 3 * mine.mail_nodes),
-                     Tensor::wrap(all_triples_.data(), Shape(3 * node_total)),
-                     scaled(node_counts_, 3));
-  all.mail_triples = all_triples_.data();
-  all.mail_rows = arena.alloc(dtype, Shape(mail_total, d_mail));
-  all.mail_time = arena.alloc(dtype, Shape(mail_total));
-  comm_.all_gather_v(mine.mail_rows.reshape(Shape(mine.mails * d_mail)),
-                     all.mail_rows.reshape(Shape(mail_total * d_mail)),
-                     scaled(mail_counts_, d_mail));
-  comm_.all_gather_v(mine.mail_time, all.mail_time, mail_counts_);
-
+  all.mem_counts = gather_.mem_counts();
+  all.mail_nodes.resize(static_cast<size_t>(comm_.size()));
+  for (int r = 0; r < comm_.size(); ++r)
+    all.mail_nodes[static_cast<size_t>(r)] = static_cast<int64_t>(gather_.header(r)[1]);
+  all.mem_node = rows.mem_node;
+  all.mem_rows = rows.mem_rows, all.mem_time = rows.mem_time;
+  all.mail_triples = rows.mail_id;
+  all.mail_rows = rows.mail_rows, all.mail_time = rows.mail_time;
   journal_->restore_rings(state, arena);
   merger_.apply(all, state, arena);
   journal_->clear();
-  const auto width = static_cast<int64_t>(dtype_size(dtype));
-  counts_.exchanges += 1;
-  counts_.exchanged_rows += mem_total;
-  counts_.exchanged_mails += mail_total;
-  counts_.exchange_bytes += mem_total * (4 + (d_mem + 1) * width) + node_total * 3 * 4 +
-                            mail_total * (d_mail + 1) * width;
 }
 
 }  // namespace depbloom::train

@@ -70,6 +70,10 @@ void SingleDeviceStrategy::schedule(Schedule& out, const std::vector<int64_t>& t
   contiguous_schedule(out, train, batch_size, max_steps, 0, 1, SyncPoint::none);
 }
 
+StateLayout state_layout(const model::NodeState& state) {
+  return {state.dtype(), state.memory_dim(), state.mail_dim(), state.mail_slots()};
+}
+
 void apply_writes(const StepWrites& w, const model::WriteSet& writes) {
   if (w.writer != nullptr) {
     w.writer->apply(writes, *w.state, w.arena->device());

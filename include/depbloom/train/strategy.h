@@ -20,6 +20,7 @@
 #include "depbloom/train/pipeline.h"
 #include "depbloom/train/schedule.h"
 #include "depbloom/train/step_io.h"
+#include "depbloom/train/write_gather.h"
 
 namespace depbloom::train {
 
@@ -41,6 +42,9 @@ struct StepWrites {
   // Applies writes to `state` (urgent now, the rest deferred; pipeline.h); null: at once.
   StepWriter* writer = nullptr;
 };
+
+// The shape of `state`'s rows, as an exchange gathers them.
+StateLayout state_layout(const model::NodeState& state);
 
 // `writes` into w.state through w.writer (staging from w.arena's device arena).
 void apply_writes(const StepWrites& w, const model::WriteSet& writes);
