@@ -23,9 +23,7 @@ SendSizes depbloom_sizes(const double* header) {
 
 DepbloomStrategy::DepbloomStrategy(dist::Communicator& comm, const data::EventStream& stream,
                                    const partition::PartitionConfig& partition, uint64_t seed)
-    : RankedStrategy(comm), stream_(stream), partition_(partition), seed_(seed) {
-  partition::check_partition_config(partition);
-}
+    : RankedStrategy(comm), stream_(stream), partition_(partition), seed_(seed) {}
 
 void window_schedule(Schedule& out, const partition::WindowPlan& plan, int rank, int64_t max_steps,
                      StrategyCounts& counts) {
@@ -136,82 +134,29 @@ void DepbloomStrategy::exchange(const StepWrites& w) {
   journal_->clear();
 }
 
-}  // namespace depbloom::train
+std::vector<double> DepbloomStrategy::rehearse_plan(const ScheduledStep& step,
+                                                    const PlannedWrites* planned, bool memory,
+                                                    const StateLayout& layout) {
+  if (!memory) return {};
+  if (tally_ == nullptr) tally_ = std::make_unique<WindowTally>(stream_.num_nodes);
+  if (planned != nullptr) {
+    for (const int32_t v : planned->mem_node) tally_->wrote(v);
+    for (const int32_t v : planned->mail_node) tally_->claim(v);
+  }
+  if (step.sync != SyncPoint::exchange) return {};
+  rehearsed_ = depbloom_header(static_cast<int64_t>(tally_->mem_nodes().size()),
+                               static_cast<int64_t>(tally_->mail_nodes().size()),
+                               tally_->held_mails(layout.mail_slots));
+  tally_->clear();
+  return rehearsed_;
+}
 
-namespace depbloom::train {
-
-EpochForecast DepbloomStrategy::forecast(const ForecastInput& in) {
-  EpochForecast f;
-  const partition::WindowPlan plan = partition::make_window_plan(
-      *in.stream, *in.train, in.ranks, in.batch_size, in.partition, in.seed);
-  std::vector<Schedule> schedules(static_cast<size_t>(in.ranks));
-  StrategyCounts others;
-  for (int r = 0; r < in.ranks; ++r)
-    window_schedule(schedules[static_cast<size_t>(r)], plan, r, in.max_steps,
-                    r == 0 ? f.counts : others);
-  const Schedule& first = schedules[0];
-  for (int64_t i = 0; i < first.size(); ++i) {
-    f.steps += 1, f.events += first.step(i).global_count;
-    f.counts.local_events += first.step(i).count;
-    f.comm.add(dist::CollectiveKind::all_reduce, in.parameter_bytes, in.pipeline.enabled);
-    f.comm.add(dist::CollectiveKind::all_reduce, 8, false);  // the loss
-  }
-  BatchPlan own;
-  f.pipeline =
-      forecast_write_back(in, first, true, [&](int64_t i, std::vector<const PlannedWrites*>& out) {
-        if (first.step(i).count == 0) return;
-        in.plan(own, first.step(i));
-        out.push_back(&own.writes);
-      });
-  if (!in.memory && !in.observe) return f;
-  // Per window end, summed over the ranks: memory rows, mailed nodes, mails held.
-  struct Sizes {
-    int64_t rows = 0, nodes = 0, mails = 0;
-  };
-  std::vector<Sizes> ends;
-  const auto n = static_cast<size_t>(in.stream->num_nodes);
-  std::vector<uint8_t> wrote(n, 0);
-  std::vector<int32_t> claims(n, 0), touched;
-  BatchPlan bp;
-  for (int rank = 0; rank < in.ranks; ++rank) {
-    const Schedule& mine = schedules[static_cast<size_t>(rank)];
-    size_t end = 0;
-    for (int64_t i = 0; i < mine.size(); ++i) {
-      const ScheduledStep& step = mine.step(i);
-      if (step.count > 0) {
-        in.plan(bp, step);
-        if (in.observe) in.observe(rank, step, bp);
-        for (const int32_t v : bp.writes.mem_node) wrote[static_cast<size_t>(v)] = 1;
-        for (const int32_t v : bp.writes.mail_node)
-          if (claims[static_cast<size_t>(v)]++ == 0) touched.push_back(v);
-        for (const int32_t v : bp.writes.mem_node) touched.push_back(v);
-      }
-      if (step.sync != SyncPoint::exchange) continue;
-      if (ends.size() <= end) ends.resize(end + 1);
-      Sizes& sz = ends[end++];
-      for (const int32_t v : touched) {
-        const auto k = static_cast<size_t>(v);
-        if (wrote[k] != 0) sz.rows += 1, wrote[k] = 0;
-        if (claims[k] > 0) sz.nodes += 1, sz.mails += std::min(claims[k], in.mail_slots);
-        claims[k] = 0;
-      }
-      touched.clear();
-    }
-  }
-  if (!in.memory) return f;
-  const int64_t vb = in.value_bytes;
-  for (const Sizes& sz : ends) {
-    f.comm.add(dist::CollectiveKind::all_gather, 3 * in.ranks * 8, false);
-    for (const int64_t bytes : {4 * sz.rows, sz.rows * in.memory_dim * vb, sz.rows * vb,
-                                12 * sz.nodes, sz.mails * in.mail_dim * vb, sz.mails * vb})
-      f.comm.add(dist::CollectiveKind::all_gather_v, bytes, false);
-    f.counts.exchanges += 1;
-    f.counts.exchanged_rows += sz.rows;
-    f.counts.exchanged_mails += sz.mails;
-    f.counts.exchange_bytes += sz.rows * (4 + (in.memory_dim + 1) * vb) + sz.nodes * 12 +
-                               sz.mails * (in.mail_dim + 1) * vb;
-  }
-  return f;
+void DepbloomStrategy::rehearse_reconcile(const ScheduledStep& step, bool memory,
+                                          const StateLayout& layout, Arena& scratch) {
+  reduce_loss(step, 0.0);  // the loss is not forecast, its all-reduce is
+  if (!memory || step.sync != SyncPoint::exchange) return;
+  gather(rehearsed_, WriteGather::placeholder(depbloom_sizes(rehearsed_.data()), layout, scratch),
+         layout, scratch);
 }
 
 }  // namespace depbloom::train

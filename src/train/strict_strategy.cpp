@@ -87,66 +87,20 @@ void StrictStrategy::apply_gathered(const StepWrites& w, const ExchangedRows& ro
   apply_writes(w, all);
 }
 
-}  // namespace depbloom::train
+std::vector<double> StrictStrategy::rehearse_plan(const ScheduledStep& /*step*/,
+                                                  const PlannedWrites* planned, bool memory,
+                                                  const StateLayout& /*layout*/) {
+  const int64_t rows =
+      memory && planned != nullptr ? static_cast<int64_t>(planned->mem_node.size()) : 0;
+  rehearsed_ = strict_header(rows, planned, 0.0);  // the loss is not forecast
+  return rehearsed_;
+}
 
-namespace depbloom::train {
-
-EpochForecast StrictStrategy::forecast(const ForecastInput& in) {
-  EpochForecast f;
-  const auto total = static_cast<int64_t>(in.train->size());
-  int64_t steps = (total + in.batch_size - 1) / in.batch_size;
-  if (in.max_steps > 0) steps = std::min(steps, in.max_steps);
-  const int64_t vb = in.value_bytes;
-  BatchPlan bp;
-  for (int64_t b = 0; b < steps; ++b) {
-    const int64_t begin = b * in.batch_size, count = std::min(in.batch_size, total - begin);
-    f.steps += 1, f.events += count;
-    f.counts.local_events += contiguous_part(in.train->data() + begin, count, 0, in.ranks).count;
-    f.comm.add(dist::CollectiveKind::all_reduce, in.parameter_bytes, in.pipeline.enabled);
-    f.comm.add(dist::CollectiveKind::all_gather, kFields * in.ranks * 8, false);
-    if (!in.memory && !in.observe) continue;
-    int64_t rows = 0, mails = 0;
-    for (int r = 0; r < in.ranks; ++r) {
-      ScheduledStep part = contiguous_part(in.train->data() + begin, count, r, in.ranks);
-      if (part.count == 0) continue;
-      part.index = b, part.sync = SyncPoint::exchange;
-      in.plan(bp, part);
-      if (in.observe) in.observe(r, part, bp);
-      rows += static_cast<int64_t>(bp.writes.mem_node.size());
-      mails += bp.writes.mail_count();
-    }
-    if (!in.memory) continue;
-    for (const int64_t bytes : {4 * rows, rows * in.memory_dim * vb, rows * vb, 4 * mails,
-                                mails * in.mail_dim * vb, mails * vb})
-      f.comm.add(dist::CollectiveKind::all_gather_v, bytes, false);
-    f.counts.exchanges += 1;
-    f.counts.exchanged_rows += rows;
-    f.counts.exchanged_mails += mails;
-    f.counts.exchange_bytes +=
-        rows * (4 + (in.memory_dim + 1) * vb) + mails * (4 + (in.mail_dim + 1) * vb);
-  }
-  // Rank 0's write-back: its own parts are its lookahead, every rank's writes are applied.
-  Schedule mine;
-  for (int64_t b = 0; b < steps; ++b) {
-    const int64_t begin = b * in.batch_size, count = std::min(in.batch_size, total - begin);
-    ScheduledStep s = contiguous_part(in.train->data() + begin, count, 0, in.ranks);
-    s.index = b;
-    s.sync = SyncPoint::exchange;
-    mine.add(s);
-  }
-  std::vector<BatchPlan> parts(static_cast<size_t>(in.ranks));
-  f.pipeline =
-      forecast_write_back(in, mine, false, [&](int64_t b, std::vector<const PlannedWrites*>& out) {
-        const int64_t begin = b * in.batch_size;
-        const int64_t count = std::min(in.batch_size, total - begin);
-        for (int r = 0; r < in.ranks; ++r) {
-          const ScheduledStep part = contiguous_part(in.train->data() + begin, count, r, in.ranks);
-          if (part.count == 0) continue;
-          in.plan(parts[static_cast<size_t>(r)], part);
-          out.push_back(&parts[static_cast<size_t>(r)].writes);
-        }
-      });
-  return f;
+void StrictStrategy::rehearse_reconcile(const ScheduledStep& step, bool memory,
+                                        const StateLayout& layout, Arena& scratch) {
+  const ExchangedRows mine =
+      WriteGather::placeholder(strict_sizes(rehearsed_.data()), layout, scratch);
+  exchange(step, rehearsed_, memory ? &mine : nullptr, layout, scratch);
 }
 
 }  // namespace depbloom::train

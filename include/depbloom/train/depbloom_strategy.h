@@ -39,9 +39,11 @@ class DepbloomStrategy final : public RankedStrategy {
   void schedule(Schedule& out, const std::vector<int64_t>& train, int64_t batch_size,
                 int64_t max_steps) override;
   double reconcile(const StepWrites& w) override;
-  // The collectives and exchanges of an epoch, from the window plan and each rank's planned
-  // writes: what the journal will hold at every window end.
-  static EpochForecast forecast(const ForecastInput& in);
+  // The window's planned writes tallied as the journal tallies the real ones.
+  std::vector<double> rehearse_plan(const ScheduledStep& step, const PlannedWrites* planned,
+                                    bool memory, const StateLayout& layout) override;
+  void rehearse_reconcile(const ScheduledStep& step, bool memory, const StateLayout& layout,
+                          Arena& scratch) override;
 
  private:
   double reduce_loss(const ScheduledStep& step, double local_sum);
@@ -62,6 +64,8 @@ class DepbloomStrategy final : public RankedStrategy {
   WindowMerger merger_;
   WriteGather gather_;
   double loss_sum_ = 0;
+  std::unique_ptr<WindowTally> tally_;  // the rehearsal's (made at its first step)
+  std::vector<double> rehearsed_;       // the header rehearse_plan returned
 };
 
 }  // namespace depbloom::train

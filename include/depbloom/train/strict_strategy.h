@@ -21,8 +21,10 @@ class StrictStrategy final : public RankedStrategy {
   void schedule(Schedule& out, const std::vector<int64_t>& train, int64_t batch_size,
                 int64_t max_steps) override;
   double reconcile(const StepWrites& w) override;
-  // The collectives and exchanges of an epoch, from every rank's planned writes.
-  static EpochForecast forecast(const ForecastInput& in);
+  std::vector<double> rehearse_plan(const ScheduledStep& step, const PlannedWrites* planned,
+                                    bool memory, const StateLayout& layout) override;
+  void rehearse_reconcile(const ScheduledStep& step, bool memory, const StateLayout& layout,
+                          Arena& scratch) override;
 
  private:
   const ExchangedRows* exchange(const ScheduledStep& step, const std::vector<double>& header,
@@ -30,6 +32,7 @@ class StrictStrategy final : public RankedStrategy {
   void apply_gathered(const StepWrites& w, const ExchangedRows& rows);
 
   WriteGather gather_;
+  std::vector<double> rehearsed_;  // the header rehearse_plan returned
   std::vector<int64_t> mail_order_;
 };
 
