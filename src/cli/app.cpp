@@ -318,11 +318,11 @@ int run_train(int argc, char** argv) {
     cmd.resume_dir = cl.resume;
     cmd.eval_ckpt = cl.eval_only;
     prepare_run_folder(cfg, cmd);
-    spdlog::info(
-        "depbloom-train: device {}, {} CPU threads{}", cmd.device.str(), backend::cpu_threads(),
-        comm
-            ? fmt::format(", {} ranks over {} ({})", comm->size(), comm->name(), c.trainer.strategy)
-            : std::string());
+    spdlog::info("depbloom-train: device {}, {} CPU threads{}", cmd.device.str(),
+                 backend::cpu_threads(),
+                 comm ? fmt::format(", {} ranks over {} ({})", comm->size(), comm->name(),
+                                    c.trainer.strategy.name)
+                      : std::string());
     int rc = run_train_command(cfg, cmd);
     spdlog::info("run folder: {}", cmd.run_dir);
     return rc;

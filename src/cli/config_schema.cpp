@@ -113,6 +113,29 @@ void declare_sampling_memory(OptionRegistry& r) {
          "self: mail to the event's endpoints; neighbors: also to their neighbours (APAN)");
 }
 
+// DepBloom's: how data-parallel ranks (depbloom-train --ranks P) share the stream; the
+// train::StrategySettings the strategy table checks.
+void declare_strategy(OptionRegistry& r) {
+  r.bind_choice("strategy.name", FIELD(trainer.strategy.name), train::strategy_names(),
+                "data-parallel strategy: strict = each batch split into one contiguous slice per "
+                "rank, gradients all-reduced and the written memory and mails all-gathered after "
+                "every step; depbloom = the stream cut into windows, each window's events split "
+                "by a node partition into one sub-chain per rank, node state exchanged only at "
+                "window ends (docs/strategies.md); with one rank every strategy is single-device "
+                "training");
+  // The depbloom strategy's window plan (docs/strategies.md); strict ignores them.
+  r.bind("partition.window_steps", FIELD(trainer.strategy.partition.window_steps),
+         "steps per temporal window: W = window_steps x train.batch_size events (depbloom)", 1);
+  r.bind("partition.method", FIELD(trainer.strategy.partition.method),
+         partition::partition_method_names(),
+         "how a window's nodes are split over the ranks: metis (k-way on the window's "
+         "interaction graph), fennel (streaming, warm-started from the previous window) or hash "
+         "(node id mod ranks) (depbloom)");
+  r.bind("partition.imbalance", FIELD(trainer.strategy.partition.imbalance),
+         "bound on a window's most loaded part: its events / the mean over the ranks "
+         "(depbloom)");
+}
+
 // TGL's gnn and train sections, the data-parallel strategy and its window plan.
 void declare_gnn_train(OptionRegistry& r) {  // NOLINT(readability-function-size): a key table
   r.bind("gnn.arch", FIELD(gnn.arch), gnn_arch_names(),
@@ -152,24 +175,7 @@ void declare_gnn_train(OptionRegistry& r) {  // NOLINT(readability-function-size
   r.bind("train.reorder", FIELD(tgl_train.reorder), "TGL's batch reordering; only 0 is supported",
          0);
 
-  // DepBloom's: how data-parallel ranks (depbloom-train --ranks P) share the stream.
-  r.bind_choice("strategy.name", FIELD(trainer.strategy), train::strategy_names(),
-                "data-parallel strategy: strict = each batch split into one contiguous slice per "
-                "rank, gradients all-reduced and the written memory and mails all-gathered after "
-                "every step; depbloom = the stream cut into windows, each window's events split "
-                "by a node partition into one sub-chain per rank, node state exchanged only at "
-                "window ends (docs/strategies.md); with one rank every strategy is single-device "
-                "training");
-  // The depbloom strategy's window plan (docs/strategies.md); strict ignores them.
-  r.bind("partition.window_steps", FIELD(trainer.partition.window_steps),
-         "steps per temporal window: W = window_steps x train.batch_size events (depbloom)", 1);
-  r.bind("partition.method", FIELD(trainer.partition.method), partition::partition_method_names(),
-         "how a window's nodes are split over the ranks: metis (k-way on the window's "
-         "interaction graph), fennel (streaming, warm-started from the previous window) or hash "
-         "(node id mod ranks) (depbloom)");
-  r.bind("partition.imbalance", FIELD(trainer.partition.imbalance),
-         "bound on a window's most loaded part: its events / the mean over the ranks "
-         "(depbloom)");
+  declare_strategy(r);
 
   // Intra-batch memory refinement (DESIGN.md 7.2, docs/refine.md).
   r.bind("refine.micro_batches", FIELD(trainer.refine_micro_batches),

@@ -136,7 +136,7 @@ void print_plan(train::Trainer& trainer, const train::TrainerConfig& tc, int ran
       });
   train::EpochResult r;
   r.ranks = ranks;
-  r.strategy = ranks > 1 ? tc.strategy : "single-device";
+  r.strategy = ranks > 1 ? tc.strategy.name : "single-device";
   r.comm = f.comm;
   r.counts = f.counts;
   const train::StrategyCounts& c = f.counts;
@@ -146,7 +146,8 @@ void print_plan(train::Trainer& trainer, const train::TrainerConfig& tc, int ran
     spdlog::info(
         "plan: {} windows of {} steps ({}); cut fraction {:.4f}, max imbalance {:.3f}, "
         "{} migrated nodes ({:.1f}% of window nodes)",
-        c.windows, tc.partition.window_steps, partition::partition_method_name(tc.partition.method),
+        c.windows, tc.strategy.partition.window_steps,
+        partition::partition_method_name(tc.strategy.partition.method),
         c.plan_events > 0 ? double(c.cut_events) / double(c.plan_events) : 0.0, c.max_imbalance,
         c.migrated_nodes,
         c.window_nodes > 0 ? 100.0 * double(c.migrated_nodes) / double(c.window_nodes) : 0.0);
@@ -317,7 +318,6 @@ train::TrainerConfig trainer_config(const RunConfig& c, Device device) {
   require(t.lr > 0, "train.lr", "the learning rate must be positive");
   require(!(t.dtype == DType::f64 && device.is_cuda()), "run.dtype",
           "f64 runs on the CPU only; use run.device: cpu");
-  partition::check_partition_config(t.partition);  // refused at start, not when first used
   t.device = device;
   m.refine = train::refine_mode(t).on;
   require(t.refine_coherence_sample > 0 && t.refine_coherence_sample <= 1,
@@ -354,7 +354,7 @@ int run_train_command(const OptionRegistry& cfg, const TrainCommand& cmd) {
                dtype_name(tc.dtype));
   if (trainer.strategy().ranks() > 1)
     spdlog::info("strategy {} over {} ranks: {}", trainer.strategy().name(),
-                 trainer.strategy().ranks(), train::strategy_entry(tc.strategy).summary);
+                 trainer.strategy().ranks(), train::strategy_entry(tc.strategy.name).summary);
   if (cmd.plan_ranks > 0) {
     print_plan(trainer, tc, cmd.plan_ranks, profile);
     return 0;

@@ -151,9 +151,10 @@ int64_t part_event_limit(int64_t events, int ranks, double imbalance) {
 WindowPlan make_window_plan(const data::EventStream& stream, const std::vector<int64_t>& train,
                             int ranks, int64_t batch_size, const PartitionConfig& config,
                             uint64_t seed) {
-  check_partition_config(config);
-  DB_ASSERT(ranks >= 1 && batch_size >= 1, "window plan: ranks {} and batch {} must be >= 1", ranks,
-            batch_size);
+  // `config` passed check_partition_config once, with the run's other strategy settings.
+  DB_ASSERT(ranks >= 1 && batch_size >= 1 && config.window_steps >= 1,
+            "window plan: ranks {}, batch {} and window steps {} must be >= 1", ranks, batch_size,
+            config.window_steps);
   WindowPlan plan;
   plan.ranks = ranks;
   plan.batch_size = batch_size;

@@ -5,12 +5,25 @@
 #include <algorithm>
 
 namespace depbloom::train {
+namespace {
+
+// Per rank: memory rows, mailed nodes, mails held.
+std::vector<double> depbloom_header(int64_t mem_rows, int64_t mail_nodes, int64_t mails) {
+  return {static_cast<double>(mem_rows), static_cast<double>(mail_nodes),
+          static_cast<double>(mails)};
+}
+
+// A (node, claims, sent) triple of ids per mailed node.
+SendSizes depbloom_sizes(const double* header) {
+  return {static_cast<int64_t>(header[0]), 3 * static_cast<int64_t>(header[1]),
+          static_cast<int64_t>(header[2])};
+}
+
+}  // namespace
 
 DepbloomStrategy::DepbloomStrategy(dist::Communicator& comm, const data::EventStream& stream,
                                    const partition::PartitionConfig& partition, uint64_t seed)
-    : RankedStrategy(comm), stream_(stream), partition_(partition), seed_(seed) {
-  partition::check_partition_config(partition);
-}
+    : RankedStrategy(comm), stream_(stream), partition_(partition), seed_(seed) {}
 
 void window_schedule(Schedule& out, const partition::WindowPlan& plan, int rank, int64_t max_steps,
                      StrategyCounts& counts) {
@@ -62,9 +75,7 @@ void DepbloomStrategy::schedule(Schedule& out, const std::vector<int64_t>& train
 }
 
 double DepbloomStrategy::reconcile(const StepWrites& w) {
-  loss_sum_ = w.local_loss * static_cast<double>(w.step->count);
-  comm_.all_reduce(Tensor::wrap(&loss_sum_, Shape(1)), dist::ReduceOp::sum);
-  counts_.local_events += w.step->count;
+  const double loss_sum = reduce_loss(*w.step, w.local_loss * static_cast<double>(w.step->count));
   if (w.memory) {
     if (journal_ == nullptr) journal_ = std::make_unique<WindowJournal>(*w.state);
     Arena& arena = w.arena->device();
@@ -72,153 +83,80 @@ double DepbloomStrategy::reconcile(const StepWrites& w) {
     apply_writes(w, w.writes);
     if (w.step->sync == SyncPoint::exchange) exchange(w);
   }
-  return loss_sum_ / static_cast<double>(std::max<int64_t>(1, w.step->global_count));
+  return loss_sum / static_cast<double>(std::max<int64_t>(1, w.step->global_count));
+}
+
+// The step's global loss sum, from one all-reduce every step.
+double DepbloomStrategy::reduce_loss(const ScheduledStep& step, double local_sum) {
+  loss_sum_ = local_sum;
+  comm_.all_reduce(Tensor::wrap(&loss_sum_, Shape(1)), dist::ReduceOp::sum);
+  counts_.local_events += step.count;
+  return loss_sum_;
+}
+
+// The window end's collectives (write_gather.h) and their accounting.
+const ExchangedRows& DepbloomStrategy::gather(const std::vector<double>& header,
+                                              const ExchangedRows& mine, const StateLayout& layout,
+                                              Arena& arena) {
+  gather_.gather_sizes(comm_, header, &depbloom_sizes);
+  const ExchangedRows& all = gather_.gather_rows(comm_, mine, layout, arena);
+  counts_.exchanges += 1;
+  counts_.exchanged_rows += gather_.totals().mem_rows;
+  counts_.exchanged_mails += gather_.totals().mails;
+  counts_.exchange_bytes += gather_.bytes(layout);
+  return all;
 }
 
 // Every rank's contribution gathered in rank order, this rank's window-start rings put back,
 // and the whole merged into the replica.
 void DepbloomStrategy::exchange(const StepWrites& w) {
-  const int64_t ranks = comm_.size();
   model::NodeState& state = *w.state;
   Arena& arena = w.arena->device();
-  const WindowContribution mine = journal_->contribution(state, arena);
-  my_sizes_.assign({static_cast<double>(mine.mem_count), static_cast<double>(mine.mail_nodes),
-                    static_cast<double>(mine.mails)});
-  all_sizes_.resize(static_cast<size_t>(3 * ranks));
-  comm_.all_gather(Tensor::wrap(my_sizes_.data(), Shape(3)),
-                   Tensor::wrap(all_sizes_.data(), Shape(3 * ranks)));
-  mem_counts_.assign(static_cast<size_t>(ranks), 0);
-  node_counts_.assign(static_cast<size_t>(ranks), 0);
-  mail_counts_.assign(static_cast<size_t>(ranks), 0);
-  int64_t mem_total = 0, node_total = 0, mail_total = 0;
-  for (size_t r = 0; r < static_cast<size_t>(ranks); ++r) {
-    mem_counts_[r] = static_cast<int64_t>(all_sizes_[3 * r]);
-    node_counts_[r] = static_cast<int64_t>(all_sizes_[3 * r + 1]);
-    mail_counts_[r] = static_cast<int64_t>(all_sizes_[3 * r + 2]);
-    mem_total += mem_counts_[r], node_total += node_counts_[r], mail_total += mail_counts_[r];
-  }
-  auto scaled = [&](const std::vector<int64_t>& counts, int64_t by) -> const std::vector<int64_t>& {
-    scaled_.assign(counts.begin(), counts.end());
-    for (auto& x : scaled_) x *= by;
-    return scaled_;
-  };
-  int32_t no_id = 0;  // a valid pointer for an empty send
-  auto ids = [&](const int32_t* p, int64_t n) {
-    return Tensor::wrap(n > 0 ? const_cast<int32_t*>(p) : &no_id, Shape(n));
-  };
-  const DType dtype = state.dtype();
-  const int64_t d_mem = state.memory_dim(), d_mail = state.mail_dim();
+  const WindowContribution c = journal_->contribution(state, arena);
+  ExchangedRows mine;
+  mine.mem_node = c.mem_node;
+  mine.mail_id = c.mail_triples;
+  mine.mem_rows = c.mem_rows, mine.mem_time = c.mem_time;
+  mine.mail_rows = c.mail_rows, mine.mail_time = c.mail_time;
+  const ExchangedRows& rows =
+      gather(depbloom_header(c.mem_count, c.mail_nodes, c.mails), mine, state_layout(state), arena);
   WindowWrites all;
-  all.mem_counts = mem_counts_;
-  all.mail_nodes = node_counts_;
-  all_mem_node_.resize(static_cast<size_t>(std::max<int64_t>(mem_total, 1)));
-  all_triples_.resize(static_cast<size_t>(std::max<int64_t>(3 * node_total, 1)));
-  comm_.all_gather_v(ids(mine.mem_node, mine.mem_count),
-                     Tensor::wrap(all_mem_node_.data(), Shape(mem_total)), mem_counts_);
-  all.mem_node = all_mem_node_.data();
-  all.mem_rows = arena.alloc(dtype, Shape(mem_total, d_mem));
-  all.mem_time = arena.alloc(dtype, Shape(mem_total));
-  comm_.all_gather_v(mine.mem_rows.reshape(Shape(mine.mem_count * d_mem)),
-                     all.mem_rows.reshape(Shape(mem_total * d_mem)), scaled(mem_counts_, d_mem));
-  comm_.all_gather_v(mine.mem_time, all.mem_time, mem_counts_);
-  comm_.all_gather_v(ids(mine.mail_triples, 3 * mine.mail_nodes),
-                     Tensor::wrap(all_triples_.data(), Shape(3 * node_total)),
-                     scaled(node_counts_, 3));
-  all.mail_triples = all_triples_.data();
-  all.mail_rows = arena.alloc(dtype, Shape(mail_total, d_mail));
-  all.mail_time = arena.alloc(dtype, Shape(mail_total));
-  comm_.all_gather_v(mine.mail_rows.reshape(Shape(mine.mails * d_mail)),
-                     all.mail_rows.reshape(Shape(mail_total * d_mail)),
-                     scaled(mail_counts_, d_mail));
-  comm_.all_gather_v(mine.mail_time, all.mail_time, mail_counts_);
-
+  all.mem_counts = gather_.mem_counts();
+  all.mail_nodes.resize(static_cast<size_t>(comm_.size()));
+  for (int r = 0; r < comm_.size(); ++r)
+    all.mail_nodes[static_cast<size_t>(r)] = static_cast<int64_t>(gather_.header(r)[1]);
+  all.mem_node = rows.mem_node;
+  all.mem_rows = rows.mem_rows, all.mem_time = rows.mem_time;
+  all.mail_triples = rows.mail_id;
+  all.mail_rows = rows.mail_rows, all.mail_time = rows.mail_time;
   journal_->restore_rings(state, arena);
   merger_.apply(all, state, arena);
   journal_->clear();
-  const auto width = static_cast<int64_t>(dtype_size(dtype));
-  counts_.exchanges += 1;
-  counts_.exchanged_rows += mem_total;
-  counts_.exchanged_mails += mail_total;
-  counts_.exchange_bytes += mem_total * (4 + (d_mem + 1) * width) + node_total * 3 * 4 +
-                            mail_total * (d_mail + 1) * width;
 }
 
-}  // namespace depbloom::train
+std::vector<double> DepbloomStrategy::rehearse_plan(const ScheduledStep& step,
+                                                    const PlannedWrites* planned, bool memory,
+                                                    const StateLayout& layout) {
+  if (!memory) return {};
+  if (tally_ == nullptr) tally_ = std::make_unique<WindowTally>(stream_.num_nodes);
+  if (planned != nullptr) {
+    for (const int32_t v : planned->mem_node) tally_->wrote(v);
+    for (const int32_t v : planned->mail_node) tally_->claim(v);
+  }
+  if (step.sync != SyncPoint::exchange) return {};
+  rehearsed_ = depbloom_header(static_cast<int64_t>(tally_->mem_nodes().size()),
+                               static_cast<int64_t>(tally_->mail_nodes().size()),
+                               tally_->held_mails(layout.mail_slots));
+  tally_->clear();
+  return rehearsed_;
+}
 
-namespace depbloom::train {
-
-EpochForecast DepbloomStrategy::forecast(const ForecastInput& in) {
-  EpochForecast f;
-  const partition::WindowPlan plan = partition::make_window_plan(
-      *in.stream, *in.train, in.ranks, in.batch_size, in.partition, in.seed);
-  std::vector<Schedule> schedules(static_cast<size_t>(in.ranks));
-  StrategyCounts others;
-  for (int r = 0; r < in.ranks; ++r)
-    window_schedule(schedules[static_cast<size_t>(r)], plan, r, in.max_steps,
-                    r == 0 ? f.counts : others);
-  const Schedule& first = schedules[0];
-  for (int64_t i = 0; i < first.size(); ++i) {
-    f.steps += 1, f.events += first.step(i).global_count;
-    f.counts.local_events += first.step(i).count;
-    f.comm.add(dist::CollectiveKind::all_reduce, in.parameter_bytes, in.pipeline.enabled);
-    f.comm.add(dist::CollectiveKind::all_reduce, 8, false);  // the loss
-  }
-  BatchPlan own;
-  f.pipeline =
-      forecast_write_back(in, first, true, [&](int64_t i, std::vector<const PlannedWrites*>& out) {
-        if (first.step(i).count == 0) return;
-        in.plan(own, first.step(i));
-        out.push_back(&own.writes);
-      });
-  if (!in.memory && !in.observe) return f;
-  // Per window end, summed over the ranks: memory rows, mailed nodes, mails held.
-  struct Sizes {
-    int64_t rows = 0, nodes = 0, mails = 0;
-  };
-  std::vector<Sizes> ends;
-  const auto n = static_cast<size_t>(in.stream->num_nodes);
-  std::vector<uint8_t> wrote(n, 0);
-  std::vector<int32_t> claims(n, 0), touched;
-  BatchPlan bp;
-  for (int rank = 0; rank < in.ranks; ++rank) {
-    const Schedule& mine = schedules[static_cast<size_t>(rank)];
-    size_t end = 0;
-    for (int64_t i = 0; i < mine.size(); ++i) {
-      const ScheduledStep& step = mine.step(i);
-      if (step.count > 0) {
-        in.plan(bp, step);
-        if (in.observe) in.observe(rank, step, bp);
-        for (const int32_t v : bp.writes.mem_node) wrote[static_cast<size_t>(v)] = 1;
-        for (const int32_t v : bp.writes.mail_node)
-          if (claims[static_cast<size_t>(v)]++ == 0) touched.push_back(v);
-        for (const int32_t v : bp.writes.mem_node) touched.push_back(v);
-      }
-      if (step.sync != SyncPoint::exchange) continue;
-      if (ends.size() <= end) ends.resize(end + 1);
-      Sizes& sz = ends[end++];
-      for (const int32_t v : touched) {
-        const auto k = static_cast<size_t>(v);
-        if (wrote[k] != 0) sz.rows += 1, wrote[k] = 0;
-        if (claims[k] > 0) sz.nodes += 1, sz.mails += std::min(claims[k], in.mail_slots);
-        claims[k] = 0;
-      }
-      touched.clear();
-    }
-  }
-  if (!in.memory) return f;
-  const int64_t vb = in.value_bytes;
-  for (const Sizes& sz : ends) {
-    f.comm.add(dist::CollectiveKind::all_gather, 3 * in.ranks * 8, false);
-    for (const int64_t bytes : {4 * sz.rows, sz.rows * in.memory_dim * vb, sz.rows * vb,
-                                12 * sz.nodes, sz.mails * in.mail_dim * vb, sz.mails * vb})
-      f.comm.add(dist::CollectiveKind::all_gather_v, bytes, false);
-    f.counts.exchanges += 1;
-    f.counts.exchanged_rows += sz.rows;
-    f.counts.exchanged_mails += sz.mails;
-    f.counts.exchange_bytes += sz.rows * (4 + (in.memory_dim + 1) * vb) + sz.nodes * 12 +
-                               sz.mails * (in.mail_dim + 1) * vb;
-  }
-  return f;
+void DepbloomStrategy::rehearse_reconcile(const ScheduledStep& step, bool memory,
+                                          const StateLayout& layout, Arena& scratch) {
+  reduce_loss(step, 0.0);  // the loss is not forecast, its all-reduce is
+  if (!memory || step.sync != SyncPoint::exchange) return;
+  gather(rehearsed_, WriteGather::placeholder(depbloom_sizes(rehearsed_.data()), layout, scratch),
+         layout, scratch);
 }
 
 }  // namespace depbloom::train

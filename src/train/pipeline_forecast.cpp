@@ -60,8 +60,8 @@ PipelineCounts forecast_write_back(
     const ForecastInput& in, const Schedule& mine, bool windowed,
     const std::function<void(int64_t, std::vector<const PlannedWrites*>&)>& applied) {
   if (!in.memory) return PipelineCounts{};
-  PipelineCounts c = forecast_pipeline(mine, windowed, in.pipeline.horizon, in.mail_slots,
-                                       in.stream->num_nodes, in.plan, applied);
+  PipelineCounts c = forecast_pipeline(mine, windowed, in.pipeline.horizon, in.layout.mail_slots,
+                                       in.strategy.stream->num_nodes, in.plan, applied);
   if (!in.pipeline.enabled) {
     c.urgent_rows += c.deferred_rows + c.sync_rows;
     c.deferred_rows = c.sync_rows = 0;

@@ -60,7 +60,12 @@ std::unique_ptr<Strategy> make_strict(const StrategyContext& ctx) {
 
 std::unique_ptr<Strategy> make_depbloom(const StrategyContext& ctx) {
   DB_ASSERT(ctx.stream != nullptr, "the depbloom strategy needs the event stream");
-  return std::make_unique<DepbloomStrategy>(*ctx.comm, *ctx.stream, ctx.partition, ctx.seed);
+  return std::make_unique<DepbloomStrategy>(*ctx.comm, *ctx.stream, ctx.settings.partition,
+                                            ctx.seed);
+}
+
+void check_depbloom(const StrategySettings& settings) {
+  partition::check_partition_config(settings.partition);
 }
 
 }  // namespace
@@ -68,6 +73,10 @@ std::unique_ptr<Strategy> make_depbloom(const StrategyContext& ctx) {
 void SingleDeviceStrategy::schedule(Schedule& out, const std::vector<int64_t>& train,
                                     int64_t batch_size, int64_t max_steps) {
   contiguous_schedule(out, train, batch_size, max_steps, 0, 1, SyncPoint::none);
+}
+
+StateLayout state_layout(const model::NodeState& state) {
+  return {state.dtype(), state.memory_dim(), state.mail_dim(), state.mail_slots()};
 }
 
 void apply_writes(const StepWrites& w, const model::WriteSet& writes) {
@@ -114,12 +123,12 @@ const std::vector<StrategyEntry>& strategy_table() {
       {"strict",
        "each step split into one contiguous part per rank, gradients all-reduced and the "
        "written memory and mails all-gathered after every step",
-       &make_strict, &StrictStrategy::forecast},
+       &make_strict, nullptr},
       {"depbloom",
        "the stream cut into windows of partition.window_steps steps, each window's events "
        "split by a node partition (partition.method) into one sub-chain per rank; gradients "
        "all-reduced every step, node state exchanged and merged at window ends",
-       &make_depbloom, &DepbloomStrategy::forecast},
+       &make_depbloom, &check_depbloom},
   };
   return table;
 }
@@ -137,8 +146,15 @@ const StrategyEntry& strategy_entry(const std::string& name) {
            fmt::join(strategy_names(), ", "));
 }
 
-std::unique_ptr<Strategy> make_strategy(const std::string& name, const StrategyContext& ctx) {
-  const StrategyEntry& entry = strategy_entry(name);
+void check_strategy_settings(const StrategySettings& settings) {
+  strategy_entry(settings.name);
+  for (const auto& e : strategy_table())
+    if (e.check != nullptr) e.check(settings);
+}
+
+std::unique_ptr<Strategy> make_strategy(const StrategyContext& ctx) {
+  check_strategy_settings(ctx.settings);
+  const StrategyEntry& entry = strategy_entry(ctx.settings.name);
   // With one rank there is nothing to split or exchange: every strategy is the single-device
   // step (the P = 1 rule), and makes no collective. One rank over an mpi or nccl
   // communicator (named in the config) still runs the strategy, collectives included: the

@@ -68,12 +68,7 @@ Trainer::Trainer(const data::EventStream& stream, const data::ChronoSplit& split
   model_ = std::make_unique<model::Tgnn>(*store_, cfg_.model);
   store_->finalize();
   store_->initialize(cfg.seed);
-  StrategyContext ctx;
-  ctx.comm = cfg.comm;
-  ctx.stream = &stream;
-  ctx.partition = cfg.partition;
-  ctx.seed = cfg.seed;
-  strategy_ = make_strategy(cfg.strategy, ctx);
+  strategy_ = make_strategy(strategy_context());
   strategy_->sync_parameters(*store_);
   state_ = make_state(stream, cfg_);
 
@@ -200,26 +195,30 @@ const model::WriteSet& Trainer::step_writes() {
   return d.writes;
 }
 
+StrategyContext Trainer::strategy_context() const {
+  StrategyContext ctx;
+  ctx.comm = cfg_.comm;
+  ctx.stream = &stream_;
+  ctx.settings = cfg_.strategy;
+  ctx.seed = cfg_.seed;
+  return ctx;
+}
+
 EpochForecast Trainer::forecast_epoch(
     int ranks, std::function<void(int, const ScheduledStep&, const BatchPlan&)> observe) {
   ForecastInput in;
   in.ranks = ranks;
-  in.stream = &stream_;
+  in.strategy = strategy_context();
   in.train = &split_.train;
   in.batch_size = cfg_.batch_size;
   in.max_steps = cfg_.max_batches;
-  in.partition = cfg_.partition;
-  in.seed = cfg_.seed;
-  in.parameter_bytes = static_cast<int64_t>(store_->grads().bytes());
-  in.value_bytes = static_cast<int64_t>(dtype_size(state_->dtype()));
-  in.memory_dim = state_->memory_dim();
-  in.mail_dim = state_->mail_dim();
-  in.mail_slots = state_->mail_slots();
+  in.parameters = store_.get();
+  in.layout = state_layout(*state_);
   in.memory = plan_cfg_.memory;
   in.plan = [this](BatchPlan& out, const ScheduledStep& step) { plan_step(out, step, 1); };
   in.pipeline = cfg_.pipeline;
   in.observe = std::move(observe);
-  if (ranks > 1) return strategy_entry(cfg_.strategy).forecast(in);
+  if (ranks > 1) return forecast_strategy(strategy_entry(cfg_.strategy.name), in);
   EpochForecast f;  // one device: its steps, nothing exchanged
   Schedule steps;
   SingleDeviceStrategy().schedule(steps, split_.train, cfg_.batch_size, cfg_.max_batches);

@@ -28,25 +28,44 @@ void times_to_host(const Tensor& t, std::vector<double>& out, std::vector<float>
 
 }  // namespace
 
+WindowTally::WindowTally(int64_t num_nodes)
+    : wrote_memory_(static_cast<size_t>(num_nodes), 0),
+      claims_(static_cast<size_t>(num_nodes), 0) {}
+
+void WindowTally::wrote(int32_t node) {
+  if (wrote_memory_[static_cast<size_t>(node)] != 0) return;
+  wrote_memory_[static_cast<size_t>(node)] = 1;
+  mem_node_.push_back(node);
+}
+
+bool WindowTally::claim(int32_t node) {
+  if (claims_[static_cast<size_t>(node)]++ != 0) return false;
+  mail_node_.push_back(node);
+  return true;
+}
+
+int64_t WindowTally::held_mails(int slots) const {
+  int64_t held = 0;
+  for (const int32_t node : mail_node_) held += std::min(claims(node), slots);
+  return held;
+}
+
+void WindowTally::clear() {
+  for (const int32_t node : mem_node_) wrote_memory_[static_cast<size_t>(node)] = 0;
+  for (const int32_t node : mail_node_) claims_[static_cast<size_t>(node)] = 0;
+  mem_node_.clear(), mail_node_.clear();
+}
+
 WindowJournal::WindowJournal(const model::NodeState& state)
-    : slots_(state.mail_slots()),
-      wrote_memory_(static_cast<size_t>(state.num_nodes()), 0),
-      claims_(static_cast<size_t>(state.num_nodes()), 0) {}
+    : slots_(state.mail_slots()), tally_(state.num_nodes()) {}
 
 void WindowJournal::record(const model::WriteSet& writes, const model::NodeState& state,
                            Arena& arena) {
-  for (int64_t i = 0; i < writes.mem_count; ++i) {
-    const int32_t node = writes.mem_node[i];
-    if (wrote_memory_[static_cast<size_t>(node)] == 0) {
-      wrote_memory_[static_cast<size_t>(node)] = 1;
-      mem_node_.push_back(node);
-    }
-  }
-  const auto first_new = static_cast<int64_t>(mail_node_.size());
+  for (int64_t i = 0; i < writes.mem_count; ++i) tally_.wrote(writes.mem_node[i]);
+  const auto first_new = static_cast<int64_t>(tally_.mail_nodes().size());
   for (int64_t i = 0; i < writes.mail_count; ++i) {
     const int32_t node = writes.mail_node[i];
-    if (claims_[static_cast<size_t>(node)]++ == 0) {
-      mail_node_.push_back(node);
+    if (tally_.claim(node)) {
       start_head_.push_back(state.ring_head(node));
       start_count_.push_back(state.mail_count(node));
     }
@@ -54,9 +73,10 @@ void WindowJournal::record(const model::WriteSet& writes, const model::NodeState
   save_rings(state, first_new, arena);
 }
 
-// The rings of mail_node_[first, end) as they are now (before this step's apply).
+// The rings of the mailed nodes [first, end) as they are now (before this step's apply).
 void WindowJournal::save_rings(const model::NodeState& state, int64_t first, Arena& arena) {
-  const auto end = static_cast<int64_t>(mail_node_.size());
+  const std::vector<int32_t>& mail_node = tally_.mail_nodes();
+  const auto end = static_cast<int64_t>(mail_node.size());
   if (end == first) return;
   const int64_t capacity = start_mail_.view().defined() ? start_mail_.shape()[0] : 0;
   if (end > capacity) {  // grows by doubling: a few times in a run, never in a warm window
@@ -70,34 +90,35 @@ void WindowJournal::save_rings(const model::NodeState& state, int64_t first, Are
     start_mail_ = std::move(mail);
     start_ts_ = std::move(ts);
   }
-  const Tensor idx = upload(arena, mail_node_.data() + first, Shape(end - first));
+  const Tensor idx = upload(arena, mail_node.data() + first, Shape(end - first));
   state.gather_mail(start_mail_.view().rows(first, end), start_ts_.view().rows(first, end), idx);
 }
 
 WindowContribution WindowJournal::contribution(const model::NodeState& state, Arena& arena) {
   WindowContribution c;
   const DType dtype = state.dtype();
-  c.mem_count = static_cast<int64_t>(mem_node_.size());
-  c.mem_node = mem_node_.data();
+  const std::vector<int32_t>& mem_node = tally_.mem_nodes();
+  c.mem_count = static_cast<int64_t>(mem_node.size());
+  c.mem_node = mem_node.data();
   c.mem_rows = arena.alloc(dtype, Shape(c.mem_count, state.memory_dim()));
   c.mem_time = arena.alloc(dtype, Shape(c.mem_count));
   if (c.mem_count > 0) {
-    const Tensor idx = upload(arena, mem_node_.data(), Shape(c.mem_count));
+    const Tensor idx = upload(arena, mem_node.data(), Shape(c.mem_count));
     state.gather_memory(c.mem_rows, idx);
     state.gather_last_update(c.mem_time, idx);
   }
   // Each mailed node's window mails still in its ring: the newest min(claims, slots) slots,
   // oldest first (claim order).
   triples_.clear(), flat_.clear();
-  for (const int32_t node : mail_node_) {
-    const int32_t claims = claims_[static_cast<size_t>(node)];
+  for (const int32_t node : tally_.mail_nodes()) {
+    const int32_t claims = tally_.claims(node);
     const int32_t sent = std::min(claims, slots_);
     triples_.insert(triples_.end(), {node, claims, sent});
     const int head = state.ring_head(node);
     for (int32_t j = 0; j < sent; ++j)
       flat_.push_back(node * slots_ + (head - sent + j + 2 * slots_) % slots_);
   }
-  c.mail_nodes = static_cast<int64_t>(mail_node_.size());
+  c.mail_nodes = static_cast<int64_t>(tally_.mail_nodes().size());
   c.mail_triples = triples_.data();
   c.mails = static_cast<int64_t>(flat_.size());
   c.mail_rows = arena.alloc(dtype, Shape(c.mails, state.mail_dim()));
@@ -113,24 +134,23 @@ WindowContribution WindowJournal::contribution(const model::NodeState& state, Ar
 }
 
 void WindowJournal::restore_rings(model::NodeState& state, Arena& arena) {
-  const auto nodes = static_cast<int64_t>(mail_node_.size());
+  const std::vector<int32_t>& mail_node = tally_.mail_nodes();
+  const auto nodes = static_cast<int64_t>(mail_node.size());
   if (nodes == 0) return;
   flat_.clear();
-  for (const int32_t node : mail_node_)
+  for (const int32_t node : mail_node)
     for (int s = 0; s < slots_; ++s) flat_.push_back(node * slots_ + s);
   const int64_t rows = nodes * slots_;
   state.write_mail(start_mail_.view().rows(0, nodes).reshape(Shape(rows, state.mail_dim())),
                    start_ts_.view().rows(0, nodes).reshape(Shape(rows)),
                    upload(arena, flat_.data(), Shape(rows)));
   for (int64_t i = 0; i < nodes; ++i)
-    state.set_ring(mail_node_[static_cast<size_t>(i)], start_head_[static_cast<size_t>(i)],
+    state.set_ring(mail_node[static_cast<size_t>(i)], start_head_[static_cast<size_t>(i)],
                    start_count_[static_cast<size_t>(i)]);
 }
 
 void WindowJournal::clear() {
-  for (const int32_t node : mem_node_) wrote_memory_[static_cast<size_t>(node)] = 0;
-  for (const int32_t node : mail_node_) claims_[static_cast<size_t>(node)] = 0;
-  mem_node_.clear(), mail_node_.clear();
+  tally_.clear();
   start_head_.clear(), start_count_.clear();
 }
 

@@ -53,9 +53,9 @@ TrainerConfig tgn() {
   c.dtype = DType::f64;
   c.batch_size = 200;
   c.model.dropout = 0.1;
-  c.strategy = "depbloom";
-  c.partition.window_steps = 2;
-  c.partition.method = best_method();
+  c.strategy.name = "depbloom";
+  c.strategy.partition.window_steps = 2;
+  c.strategy.partition.method = best_method();
   return c;
 }
 
@@ -226,8 +226,9 @@ void expect_matches_reference(const char* what, TrainerConfig cfg) {
   dist::Communicator& comm = world();
   if (comm.size() < 2) GTEST_SKIP() << "needs 2 or more ranks";
   SCOPED_TRACE(what);
-  const partition::WindowPlan plan = partition::make_window_plan(
-      wiki().stream, wiki().split.train, comm.size(), cfg.batch_size, cfg.partition, cfg.seed);
+  const partition::WindowPlan plan =
+      partition::make_window_plan(wiki().stream, wiki().split.train, comm.size(), cfg.batch_size,
+                                  cfg.strategy.partition, cfg.seed);
   ASSERT_GE(static_cast<int64_t>(plan.windows.size()), kWindows);
   int64_t steps = 0;
   for (int64_t w = 0; w < kWindows; ++w) steps += plan.windows[static_cast<size_t>(w)].steps;
@@ -277,17 +278,18 @@ TEST(DepbloomTraining, ApanMatchesTheOneProcessReference) {
   expect_matches_reference("apan", apan());
 }
 
-// depbloom-train --plan's forecast (Trainer::forecast_epoch, one process, no communicator)
-// equals what a P-rank epoch then counts: every collective kind's calls and bytes, the
-// exchanges, rows, mails and bytes, rank 0's events and the window statistics; for strict
-// and depbloom, TGN and APAN, with run.max_batches cutting the last window short.
+// depbloom-train --plan's forecast (Trainer::forecast_epoch: one process, every rank's
+// strategy over a CountingCommunicator) equals what a P-rank MPI epoch then counts, so the
+// counting communicator counts what the MPI one does: every collective kind's calls and
+// bytes, the exchanges, rows, mails and bytes, rank 0's events and the window statistics;
+// for strict and depbloom, TGN and APAN, with run.max_batches cutting the last window short.
 TEST(DepbloomTraining, PlanForecastEqualsWhatARunCounts) {
   dist::Communicator& comm = world();
   if (comm.size() < 2) GTEST_SKIP() << "needs 2 or more ranks";
   for (const char* strategy : {"strict", "depbloom"})
     for (TrainerConfig cfg : {tgn(), apan()}) {
       SCOPED_TRACE(testing::Message() << strategy << ", mailbox " << cfg.model.mailbox);
-      cfg.strategy = strategy;
+      cfg.strategy.name = strategy;
       cfg.max_batches = 5;
       cfg.new_nodes = false;
       Trainer alone(wiki().stream, wiki().split, cfg);
@@ -325,7 +327,7 @@ void expect_one_rank_is_single_device(const char* what, TrainerConfig cfg) {
   if (world().size() != 1) GTEST_SKIP() << "runs with one rank";
   SCOPED_TRACE(what);
   cfg.dtype = DType::f32;
-  cfg.partition.window_steps = 3;
+  cfg.strategy.partition.window_steps = 3;
   cfg.max_batches = 8;  // windows of 3, 3 and 2 (cut by max_batches) steps
   TrainerConfig single = cfg;
   cfg.comm = &world();

@@ -33,11 +33,11 @@ TrainerConfig config(const char* strategy, bool apan) {
   TrainerConfig c;
   c.batch_size = 200;
   c.model.dropout = 0.1;
-  c.strategy = strategy;
+  c.strategy.name = strategy;
   c.max_batches = 8;
-  c.partition.window_steps = 3;
-  c.partition.method = partition::metis_available() ? partition::PartitionMethod::metis
-                                                    : partition::PartitionMethod::fennel;
+  c.strategy.partition.window_steps = 3;
+  c.strategy.partition.method = partition::metis_available() ? partition::PartitionMethod::metis
+                                                             : partition::PartitionMethod::fennel;
   if (apan) {
     c.model.memory = model::MemoryKind::transformer;
     c.model.embedding = model::EmbeddingKind::identity;
@@ -76,7 +76,7 @@ void expect_pipeline_is_serial(const char* strategy, bool apan) {
   // write-back.
   EXPECT_EQ(a.comm[dist::CollectiveKind::all_reduce].nonblocking, a.batches);
   EXPECT_EQ(b.comm[dist::CollectiveKind::all_reduce].nonblocking, 0);
-  // --plan's forecast of rank 0's write-back (one process, no communicator) is what it counted.
+  // --plan's forecast of rank 0's write-back (one process, counted ranks) is what it counted.
   TrainerConfig alone = on;
   alone.comm = nullptr;
   const PipelineCounts f =

@@ -49,7 +49,7 @@ TEST_P(StrictRefine, SlicesRefineOnTheirOwnAsTheEmulationDoes) {
   cfg.model.dropout = 0.1;
   cfg.refine_micro_batches = 2;
   cfg.max_batches = 6;
-  cfg.strategy = "strict";
+  cfg.strategy.name = "strict";
   Trainer emulation(wiki_6k().stream, wiki_6k().split, cfg);
   cfg.comm = &comm;
   Trainer ranked(wiki_6k().stream, wiki_6k().split, cfg);

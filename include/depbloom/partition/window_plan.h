@@ -59,12 +59,13 @@ struct WindowPlan {
 };
 
 // Cuts `train` (stream rows, ascending) into windows of W events and each window into
-// `ranks` sub-chains with `config.method`; `seed` seeds METIS. Each event goes to the part
-// of its source or destination, whichever holds fewer of the window's events so far; a
-// rebalancing pass then keeps every part within the imbalance bound. A window takes as many
-// steps as one device would (ceil(events / batch_size)); the longest sub-chain fills them in
-// chunks of max(rank_batch, ceil(longest / steps)) events (the last shorter: one device's
-// batches when P = 1), the others spread their events evenly over them.
+// `ranks` sub-chains with `config.method` (a config check_partition_config accepts); `seed`
+// seeds METIS. Each event goes to the part of its source or destination, whichever holds
+// fewer of the window's events so far; a rebalancing pass then keeps every part within the
+// imbalance bound. A window takes as many steps as one device would (ceil(events /
+// batch_size)); the longest sub-chain fills them in chunks of max(rank_batch, ceil(longest /
+// steps)) events (the last shorter: one device's batches when P = 1), the others spread
+// their events evenly over them.
 WindowPlan make_window_plan(const data::EventStream& stream, const std::vector<int64_t>& train,
                             int ranks, int64_t batch_size, const PartitionConfig& config,
                             uint64_t seed);

@@ -6,8 +6,8 @@
 // events), so the parameters stay identical. At a window end the ranks exchange the newest
 // version of every row they wrote and merge them (train/window_exchange.h): the replicas
 // are identical again. Per step: 2 all-reduce (gradients; the loss). Per window end, on top:
-// 1 all-gather (per-rank sizes) and 6 all-gather-v (memory node ids, rows, times; mailed
-// node triples, mail rows, times).
+// 1 all-gather (per-rank sizes) and 6 all-gather-v (write_gather.h: memory node ids, rows,
+// times; mailed node triples, mail rows, times).
 #pragma once
 
 #include <cstdint>
@@ -17,6 +17,7 @@
 #include "depbloom/partition/window_plan.h"
 #include "depbloom/train/strategy.h"
 #include "depbloom/train/window_exchange.h"
+#include "depbloom/train/write_gather.h"
 
 namespace depbloom::train {
 
@@ -38,11 +39,16 @@ class DepbloomStrategy final : public RankedStrategy {
   void schedule(Schedule& out, const std::vector<int64_t>& train, int64_t batch_size,
                 int64_t max_steps) override;
   double reconcile(const StepWrites& w) override;
-  // The collectives and exchanges of an epoch, from the window plan and each rank's planned
-  // writes: what the journal will hold at every window end.
-  static EpochForecast forecast(const ForecastInput& in);
+  // The window's planned writes tallied as the journal tallies the real ones.
+  std::vector<double> rehearse_plan(const ScheduledStep& step, const PlannedWrites* planned,
+                                    bool memory, const StateLayout& layout) override;
+  void rehearse_reconcile(const ScheduledStep& step, bool memory, const StateLayout& layout,
+                          Arena& scratch) override;
 
  private:
+  double reduce_loss(const ScheduledStep& step, double local_sum);
+  const ExchangedRows& gather(const std::vector<double>& header, const ExchangedRows& mine,
+                              const StateLayout& layout, Arena& arena);
   void exchange(const StepWrites& w);
 
   const data::EventStream& stream_;
@@ -56,10 +62,10 @@ class DepbloomStrategy final : public RankedStrategy {
 
   std::unique_ptr<WindowJournal> journal_;  // made at the first step (needs the state's sizes)
   WindowMerger merger_;
+  WriteGather gather_;
   double loss_sum_ = 0;
-  std::vector<double> my_sizes_, all_sizes_;
-  std::vector<int64_t> mem_counts_, node_counts_, mail_counts_, scaled_;
-  std::vector<int32_t> all_mem_node_, all_triples_;
+  std::unique_ptr<WindowTally> tally_;  // the rehearsal's (made at its first step)
+  std::vector<double> rehearsed_;       // the header rehearse_plan returned
 };
 
 }  // namespace depbloom::train

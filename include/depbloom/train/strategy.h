@@ -2,7 +2,8 @@
 // events each rank runs in each step, and where the ranks sync), combines the ranks'
 // gradients, and reconciles node memory and mailboxes at the sync points. The Trainer runs
 // the steps it is given; it never talks to the communicator itself. One table registers the
-// strategies: it serves the factory, strategy.name's choices and the log lines.
+// strategies: it serves the factory, the check of each one's settings, strategy.name's
+// choices and the log lines. --plan's forecast runs the same strategies, counted.
 #pragma once
 
 #include <cstdint>
@@ -15,11 +16,12 @@
 #include "depbloom/dist/communicator.h"
 #include "depbloom/model/node_state.h"
 #include "depbloom/model/parameters.h"
-#include "depbloom/partition/partition_config.h"
 #include "depbloom/train/batch_plan.h"
 #include "depbloom/train/pipeline.h"
 #include "depbloom/train/schedule.h"
 #include "depbloom/train/step_io.h"
+#include "depbloom/train/strategy_settings.h"
+#include "depbloom/train/write_gather.h"
 
 namespace depbloom::train {
 
@@ -42,6 +44,9 @@ struct StepWrites {
   StepWriter* writer = nullptr;
 };
 
+// The shape of `state`'s rows, as an exchange gathers them.
+StateLayout state_layout(const model::NodeState& state);
+
 // `writes` into w.state through w.writer (staging from w.arena's device arena).
 void apply_writes(const StepWrites& w, const model::WriteSet& writes);
 
@@ -57,20 +62,26 @@ struct StrategyCounts {
   double max_imbalance = 0;
 };
 
-// What a strategy's forecast reads (depbloom-train --plan): the run's sizes and a planner of
-// any rank's step (BatchPlan::writes is what the step will write; planning reads no node
-// state, so a whole epoch is planned without training).
+// What a strategy is built from: the communicator (not owned), the event stream (the window
+// plan's), the run's strategy settings (checked by make_strategy) and its seed.
+struct StrategyContext {
+  dist::Communicator* comm = nullptr;
+  const data::EventStream* stream = nullptr;
+  StrategySettings settings;
+  uint64_t seed = 0;
+};
+
+// What a forecast reads (depbloom-train --plan): the strategy's context (its communicator
+// unset: the forecast makes each rank's), the run's sizes and a planner of any rank's step
+// (BatchPlan::writes is what the step will write; planning reads no node state, so a whole
+// epoch is planned without training).
 struct ForecastInput {
   int ranks = 1;
-  const data::EventStream* stream = nullptr;
+  StrategyContext strategy;
   const std::vector<int64_t>* train = nullptr;
   int64_t batch_size = 0, max_steps = 0;
-  partition::PartitionConfig partition;
-  uint64_t seed = 0;
-  int64_t parameter_bytes = 0;  // the gradient all-reduce's buffer
-  int64_t value_bytes = 4;      // the node state's dtype
-  int64_t memory_dim = 0, mail_dim = 0;
-  int mail_slots = 1;
+  model::ParameterStore* parameters = nullptr;  // its gradients: the all-reduce's buffer
+  StateLayout layout;                           // the node state's dtype and widths
   bool memory = true;  // false: the model keeps no node state (nothing is exchanged)
   std::function<void(BatchPlan&, const ScheduledStep&)> plan;
   PipelineConfig pipeline;  // the write-back's split (rank 0's)
@@ -92,15 +103,6 @@ struct EpochForecast {
   dist::CommStats comm;
   StrategyCounts counts;
   PipelineCounts pipeline;  // rank 0's write-back rows (pipeline.h; no timings)
-};
-
-// What a strategy is built from: the communicator (not owned) and, for the window plan, the
-// stream, the partition.* settings and the run's seed.
-struct StrategyContext {
-  dist::Communicator* comm = nullptr;
-  const data::EventStream* stream = nullptr;
-  partition::PartitionConfig partition;
-  uint64_t seed = 0;
 };
 
 class Strategy {
@@ -133,6 +135,22 @@ class Strategy {
   // applied (at an exchange, every rank's, so the replicas agree). Returns the step's
   // global loss.
   virtual double reconcile(const StepWrites& w) = 0;
+
+  // The forecast's rehearsal of reconcile() (forecast_strategy, below): every rank's
+  // strategy, over a CountingCommunicator, from the planned writes alone. First every rank's
+  // rehearse_plan() of its `step` (planned: null for an empty part or when nothing was
+  // planned) returns the header its size all-gather sends after the step (empty: none);
+  // then, that all-gather answered from every rank's header, rehearse_reconcile() makes
+  // reconcile()'s collectives and accounting, sending placeholder rows from `scratch`.
+  virtual std::vector<double> rehearse_plan(const ScheduledStep& step, const PlannedWrites* planned,
+                                            bool memory, const StateLayout& layout) {
+    (void)step, (void)planned, (void)memory, (void)layout;
+    return {};
+  }
+  virtual void rehearse_reconcile(const ScheduledStep& step, bool memory, const StateLayout& layout,
+                                  Arena& scratch) {
+    (void)step, (void)memory, (void)layout, (void)scratch;
+  }
 
   void begin_epoch() { counts_ = StrategyCounts{}; }
   const StrategyCounts& counts() const { return counts_; }
@@ -173,7 +191,8 @@ struct StrategyEntry {
   const char* name;
   const char* summary;  // one line: the log's and the config docs' description
   std::unique_ptr<Strategy> (*make)(const StrategyContext& ctx);  // ctx.comm is set
-  EpochForecast (*forecast)(const ForecastInput& in);             // with in.ranks > 1
+  // Config errors for the settings this strategy reads (null: it reads none).
+  void (*check)(const StrategySettings& settings);
 };
 
 // Every strategy strategy.name accepts, in the order the docs list them.
@@ -181,10 +200,16 @@ const std::vector<StrategyEntry>& strategy_table();
 std::vector<std::string> strategy_names();
 const StrategyEntry& strategy_entry(const std::string& name);  // config error if unknown
 
-// The strategy `name` over ctx.comm (null: one device). With one rank on the local
-// communicator every strategy is single-device training, exactly; one rank on mpi or nccl
-// runs the strategy with its collectives (same numbers). An unknown name is a config error
-// naming strategy.name.
-std::unique_ptr<Strategy> make_strategy(const std::string& name, const StrategyContext& ctx);
+// The strategy ctx.settings.name over ctx.comm (null: one device), its settings checked
+// (check_strategy_settings). With one rank on the local communicator every strategy is
+// single-device training, exactly; one rank on mpi or nccl runs the strategy with its
+// collectives (same numbers).
+std::unique_ptr<Strategy> make_strategy(const StrategyContext& ctx);
+
+// One training epoch of `entry`'s strategy over in.ranks > 1 ranks, rehearsed in one
+// process: each rank's own strategy, made over a CountingCommunicator, schedules its steps
+// and rehearses every reconcile() from its planned writes (Strategy::rehearse_plan), so the
+// forecast counts the collectives the run makes, by the same code.
+EpochForecast forecast_strategy(const StrategyEntry& entry, const ForecastInput& in);
 
 }  // namespace depbloom::train

@@ -88,8 +88,9 @@ class Trainer {
   std::pair<EvalResult, EvalResult> test();
 
   // What one training epoch of this config's strategy over `ranks` ranks will exchange: its
-  // collectives and accounting, from the planned steps of every rank (no training, no
-  // communicator; negatives and neighbours as epoch 1 draws them). One rank: no collectives.
+  // collectives and accounting, from the planned steps of every rank (no training; every
+  // rank's strategy over a counting communicator, forecast_strategy; negatives and
+  // neighbours as epoch 1 draws them). One rank: no collectives.
   // `observe` (ForecastInput::observe) gets every rank's planned steps.
   EpochForecast forecast_epoch(
       int ranks, std::function<void(int, const ScheduledStep&, const BatchPlan&)> observe = {});
@@ -142,6 +143,7 @@ class Trainer {
   void make_targets();
   void standardise_time();
   StepParts step_parts();
+  StrategyContext strategy_context() const;  // the strategy's, and each forecast rank's
 
   const data::EventStream& stream_;
   const data::ChronoSplit& split_;

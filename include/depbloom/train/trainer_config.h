@@ -10,9 +10,9 @@
 #include "depbloom/dist/communicator.h"
 #include "depbloom/graph/negative_sampler.h"
 #include "depbloom/model/tgnn_config.h"
-#include "depbloom/partition/partition_config.h"
 #include "depbloom/train/pipeline.h"
 #include "depbloom/train/refine_plan.h"
+#include "depbloom/train/strategy_settings.h"
 
 namespace depbloom::train {
 
@@ -35,13 +35,11 @@ struct TrainerConfig {
   uint64_t seed = 0;
   Device device = Device::cpu();
   DType dtype = DType::f32;  // f64 for gradient checks on the CPU
-  // Data-parallel training with `strategy` (strategy.h; one of strategy_names()) over
+  // Data-parallel training with strategy.name (strategy.h) and its settings over
   // comm->size() ranks (not owned; must outlive the trainer). Null or one local rank:
   // single-device training, unchanged, whatever the strategy.
-  std::string strategy = "strict";
+  StrategySettings strategy;
   dist::Communicator* comm = nullptr;
-  // The temporal windows and the partitioner of the window plan (partition/window_plan.h).
-  partition::PartitionConfig partition;
   // Intra-batch refinement (DESIGN.md 7.2): each step cut into this many micro-batches in
   // time order (1: off, and model.refine stays false), the earlier ones' messages combined
   // by `refine_aggregate`.

@@ -42,6 +42,28 @@ struct WindowContribution {
   Tensor mem_rows, mem_time, mail_rows, mail_time;
 };
 
+// The nodes one rank wrote in a window: each written memory row once, each mailed node with
+// its claims. Its sizes are what the rank sends at the window end; the journal keeps one,
+// and the forecast's rehearsal keeps one from the planned writes.
+class WindowTally {
+ public:
+  explicit WindowTally(int64_t num_nodes);
+  void wrote(int32_t node);
+  // Counts a mail to `node`; true when it is the node's first of the window.
+  bool claim(int32_t node);
+  const std::vector<int32_t>& mem_nodes() const { return mem_node_; }
+  const std::vector<int32_t>& mail_nodes() const { return mail_node_; }
+  int32_t claims(int32_t node) const { return claims_[static_cast<size_t>(node)]; }
+  // The window's mails a ring of `slots` still holds: min(claims, slots) per node.
+  int64_t held_mails(int slots) const;
+  void clear();
+
+ private:
+  std::vector<uint8_t> wrote_memory_;  // [N]
+  std::vector<int32_t> claims_;        // [N] mails claimed in the window
+  std::vector<int32_t> mem_node_, mail_node_;
+};
+
 class WindowJournal {
  public:
   explicit WindowJournal(const model::NodeState& state);
@@ -61,9 +83,7 @@ class WindowJournal {
   void save_rings(const model::NodeState& state, int64_t first, Arena& arena);
 
   int slots_;
-  std::vector<uint8_t> wrote_memory_;  // [N]
-  std::vector<int32_t> claims_;        // [N] mails claimed in the window
-  std::vector<int32_t> mem_node_, mail_node_;
+  WindowTally tally_;
   std::vector<int32_t> start_head_, start_count_;  // per mailed node, at the window start
   OwnedTensor start_mail_, start_ts_;              // [capacity, slots, d_mail], [capacity, slots]
   std::vector<int32_t> triples_, flat_;            // contribution and restore scratch

@@ -64,7 +64,7 @@ TEST(Strategy, OneRankIsSingleDevice) {
   for (dist::Communicator* comm : {static_cast<dist::Communicator*>(nullptr), local.get()}) {
     StrategyContext ctx;
     ctx.comm = comm;
-    std::unique_ptr<Strategy> s = make_strategy("strict", ctx);
+    std::unique_ptr<Strategy> s = make_strategy(ctx);
     EXPECT_STREQ(s->name(), "single-device");
     EXPECT_EQ(s->ranks(), 1);
     // Steps of 2 events over 5 (the last one short), cut after 2 steps by max_steps.
@@ -99,9 +99,14 @@ TEST(Strategy, TheTableServesNamesAndSummaries) {
 }
 
 TEST(Strategy, UnknownNameIsAConfigErrorNamingTheKey) {
-  for (const std::string& name : strategy_names()) EXPECT_NO_THROW(make_strategy(name, {}));
+  StrategyContext ctx;
+  for (const std::string& name : strategy_names()) {
+    ctx.settings.name = name;
+    EXPECT_NO_THROW(make_strategy(ctx));
+  }
   try {
-    make_strategy("depbloom-typo", {});
+    ctx.settings.name = "depbloom-typo";
+    make_strategy(ctx);
     FAIL() << "an unknown strategy was accepted";
   } catch (const Error& e) {
     EXPECT_EQ(e.kind(), ErrorKind::config);
@@ -111,8 +116,28 @@ TEST(Strategy, UnknownNameIsAConfigErrorNamingTheKey) {
   const data::EventStream stream = dbtraintest::tiny_stream();
   const data::ChronoSplit split = dbtraintest::tiny_split(stream);
   TrainerConfig cfg;
-  cfg.strategy = "bogus";
+  cfg.strategy.name = "bogus";
   EXPECT_THROW(Trainer(stream, split, cfg), Error);
+}
+
+// The partition.* keys are depbloom's, but a bad one is refused whichever strategy runs (as
+// the cli always refused it at start), once, when the strategy is made.
+TEST(Strategy, BadSettingsAreRefusedForEveryStrategy) {
+  for (const std::string& name : strategy_names()) {
+    StrategyContext ctx;
+    ctx.settings.name = name;
+    ctx.settings.partition.window_steps = 0;
+    try {
+      make_strategy(ctx);
+      FAIL() << name << " accepted partition.window_steps 0";
+    } catch (const Error& e) {
+      EXPECT_EQ(e.kind(), ErrorKind::config);
+      EXPECT_NE(e.message().find("partition.window_steps"), std::string::npos) << e.message();
+    }
+    ctx.settings.partition = partition::PartitionConfig{};
+    ctx.settings.partition.imbalance = 0.5;
+    EXPECT_THROW(check_strategy_settings(ctx.settings), Error) << name;
+  }
 }
 
 TrainerConfig small_config() {
