@@ -294,7 +294,9 @@ TEST(CoherenceOff, WeightZeroChangesNothing) {
     const int64_t b = cfg->batch_size;
     for (int64_t s = 0; s + b <= 40; s += b)
       t.train_step(depbloom::train::contiguous_part(split.train.data() + s, b, 0, 1), 1);
-    if (cfg->model.coherence_weight == 0) EXPECT_TRUE(t.last_plan().coherence.copy.empty());
+    if (cfg->model.coherence_weight == 0) {
+      EXPECT_TRUE(t.last_plan().coherence.copy.empty());
+    }
     params.push_back(values_of(t.parameters().values()));
     traces.push_back(t.loss_trace());
   }
