@@ -5,19 +5,13 @@
 // DepBloom's. docs/configs.md is generated from this list.
 #include "depbloom/cli/options.h"
 #include "depbloom/dist/communicator.h"
+#include "depbloom/model/memory_model.h"
 #include "depbloom/partition/partition_config.h"
 
 namespace depbloom::cli {
 
 const NameTable<MemoryType>& memory_type_names() {
   static const NameTable<MemoryType> names{{MemoryType::node, "node"}, {MemoryType::none, "none"}};
-  return names;
-}
-
-const NameTable<MemoryUpdate>& memory_update_names() {
-  static const NameTable<MemoryUpdate> names{{MemoryUpdate::gru, "gru"},
-                                             {MemoryUpdate::rnn, "rnn"},
-                                             {MemoryUpdate::transformer, "transformer"}};
   return names;
 }
 
@@ -88,8 +82,8 @@ void declare_sampling_memory(OptionRegistry& r) {
 
   r.bind("memory.type", FIELD(memory.type), memory_type_names(),
          "node: per-node memory; none: memory-less TGAT-style model");
-  r.bind("memory.memory_update", FIELD(memory.update), memory_update_names(),
-         "memory updater: TGN's GRU, JODIE's RNN, APAN's attention over the mailbox");
+  r.bind_choice("memory.memory_update", FIELD(memory.update), model::memory_update_choices(),
+                "memory updater: TGN's GRU, JODIE's RNN, APAN's attention over the mailbox");
   r.bind("memory.attention_head", FIELD(trainer.model.memory_heads),
          "heads of the transformer memory updater", 1);
   r.bind("memory.mail_time", FIELD(trainer.model.mail_dt_at_event), kMailTimes,

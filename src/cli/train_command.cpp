@@ -16,6 +16,7 @@
 #include "depbloom/costmodel/epoch_work.h"
 #include "depbloom/data/loader.h"
 #include "depbloom/data/split.h"
+#include "depbloom/model/memory_model.h"
 #include "depbloom/partition/partition_config.h"
 #include "depbloom/train/fit.h"
 #include "depbloom/train/run_log.h"
@@ -243,15 +244,10 @@ class LoggingObserver final : public train::FitObserver {
 
 model::MemoryKind memory_kind(const MemorySection& memory) {
   if (memory.type == MemoryType::none) return model::MemoryKind::none;
-  switch (memory.update) {
-    case MemoryUpdate::gru:
-      return model::MemoryKind::gru;
-    case MemoryUpdate::rnn:
-      return model::MemoryKind::rnn;
-    case MemoryUpdate::transformer:
-      return model::MemoryKind::transformer;
-  }
-  DB_THROW(runtime, "memory.memory_update: a value without a model");
+  const std::optional<model::MemoryKind> kind = model::find_memory_model(memory.update);
+  if (!kind || !model::memory_model(*kind).plan.memory)
+    DB_THROW(runtime, "memory.memory_update: a value without a model");
+  return *kind;
 }
 
 // The model samples one fan-out for every hop.

@@ -4,6 +4,9 @@
 // shapes are exact; bytes and op calls are estimates of the layers' element-wise work.
 #include "depbloom/costmodel/step_work.h"
 
+#include "depbloom/core/error.h"
+#include "depbloom/model/memory_model.h"
+
 namespace depbloom::costmodel {
 using train::kStages;
 using train::Stage;
@@ -13,14 +16,25 @@ using model::AttentionStyle;
 using model::EmbeddingKind;
 using model::MemoryKind;
 
-// Collects a layer's work into the forward stage and the backward.
-struct Sink {
+// Collects a layer's work into the forward stage and the backward; the memory models'
+// work functions (model/memory_model.h) write to it too.
+struct Sink final : model::WorkSink {
+  Sink(StageWork& forward, StageWork& backward, double value_bytes)
+      : fwd(forward), bwd(backward), vb(value_bytes) {}
   StageWork& fwd;
   StageWork& bwd;
-  void f(int64_t m, int64_t n, int64_t k, int64_t count = 1) { add(fwd, m, n, k, count); }
-  void b(int64_t m, int64_t n, int64_t k, int64_t count = 1) { add(bwd, m, n, k, count); }
-  static void add(StageWork& s, int64_t m, int64_t n, int64_t k, int64_t count) {
+  double vb;
+  void gemm(bool backward, int64_t m, int64_t n, int64_t k, int64_t count) override {
+    StageWork& s = backward ? bwd : fwd;
     if (m > 0 && n > 0 && k > 0 && count > 0) s.gemms.push_back({m, n, k, count});
+  }
+  void values(double forward, double backward) override {
+    fwd.bytes += vb * forward;
+    bwd.bytes += vb * backward;
+  }
+  void ops(int64_t forward, int64_t backward) override {
+    fwd.ops += forward;
+    bwd.ops += backward;
   }
   // y = x W^T (+ b): forward [rows, out] from [rows, in]; backward dW always, dx if wanted.
   void linear(int64_t rows, int64_t in, int64_t out, bool want_dx) {
@@ -29,46 +43,6 @@ struct Sink {
     if (want_dx) b(rows, in, out);
   }
 };
-
-// RecurrentMemoryUpdater (GRU / RNN) over n rows: two input GEMMs, and backward both
-// weight gradients and the time encoding's share of the input gradient (the mail, stored
-// state, needs none).
-void recurrent_memory(Sink& s, const model::TgnnConfig& c, int64_t n, double vb) {
-  const int64_t g = (c.memory == MemoryKind::gru ? 3 : 1) * c.d_mem, d = c.d_mem;
-  const int64_t in = c.d_mail() + c.d_mem_time;
-  s.f(n, g, in);
-  s.f(n, g, d);
-  s.b(g, in, n);
-  s.b(g, d, n);
-  s.b(n, c.d_mem_time, g);
-  const int64_t cell = c.memory == MemoryKind::gru ? 4 * d : 0;
-  s.fwd.bytes += vb * static_cast<double>(n * (c.d_mem_time + 2 * in + 4 * g + 3 * d + cell + 2));
-  s.bwd.bytes += vb * static_cast<double>(n * (2 * in + 4 * g + 3 * d + cell + 2 * c.d_mem_time));
-  s.fwd.ops += 10;
-  s.bwd.ops += 8;
-}
-
-// ApanMemoryUpdater over n rows of S mail slots: Q from the memory, K and V from [mail ||
-// te(dt)], the output layer; dt = t 1^T - mail_ts is a rank-1 GEMM. The input gradient of K
-// and V is formed for the time encoding, or for the mail when it is wanted.
-void apan_memory(Sink& s, const model::TgnnConfig& c, int64_t n, int64_t slots, bool want_mail,
-                 double vb) {
-  const int64_t d = c.d_mem, rows = n * slots;
-  const int64_t kv = c.d_mail() + c.d_mem_time;
-  s.f(n, d, d);
-  if (c.d_mem_time > 0) s.f(n, slots, 1);
-  s.f(rows, d, kv, 2);
-  s.f(n, d, d);
-  s.b(d, d, n), s.b(n, d, d);  // output layer
-  s.b(d, d, n), s.b(n, d, d);  // query (its input gradient feeds the memory's)
-  s.b(d, kv, rows, 2);         // key and value weights
-  if (c.d_mem_time > 0 || want_mail) s.b(rows, kv, d, 2);
-  const double io = static_cast<double>(n * d * 14 + rows * (c.d_mem_time + 2 * kv + 6 * d));
-  s.fwd.bytes += vb * io;
-  s.bwd.bytes += 2 * vb * io;
-  s.fwd.ops += 18;
-  s.bwd.ops += 22;
-}
 
 // TemporalAttentionLayer i over hop j: r roots of k slots; layer 0 may read its neighbours
 // as rows of the `table` updated rows (table mode).
@@ -162,36 +136,6 @@ void embedding(Sink& s, const model::TgnnConfig& c, int64_t roots, int64_t updat
     }
 }
 
-// The updater's start of R copies from T terms over D distinct messages, B' distinct base
-// rows and Dt distinct gaps (refine.start: updater). The GRU / RNN reads the mail through
-// W_ih's mail columns once per message, the memory through W_hh once per base row and the
-// time encoding once per gap (TGL's mail time; the authors' reads each copy's own age); both
-// input gradients are wanted. APAN spreads the mails over the copies and runs its attention
-// over a mailbox of one.
-void updater_start(Sink& s, const model::TgnnConfig& c, int64_t r, int64_t t, int64_t msgs,
-                   int64_t bases, int64_t gaps, double vb) {
-  const int64_t d = c.d_mem, dm = c.d_mail(), tm = c.d_mem_time;
-  if (c.memory == MemoryKind::transformer) {
-    apan_memory(s, c, r, 1, true, vb);
-    const double io = static_cast<double>(t * dm * 3 + r * dm);
-    s.fwd.bytes += vb * io;
-    s.bwd.bytes += vb * io;
-    s.fwd.ops += 4, s.bwd.ops += 3;
-    return;
-  }
-  const int64_t g = (c.memory == MemoryKind::gru ? 3 : 1) * d;
-  const int64_t ages = c.mail_dt_at_event ? r : gaps;
-  s.f(msgs, g, dm), s.f(ages, g, tm), s.f(bases, g, d);
-  s.b(g, d, bases), s.b(bases, d, g);                                      // W_hh and the memory
-  s.b(g, tm, ages), s.b(g, dm, msgs), s.b(msgs, dm, g), s.b(ages, tm, g);  // W_ih's parts
-  const int64_t cell = c.memory == MemoryKind::gru ? 4 * d : 0;
-  const double io = static_cast<double>(r * (4 * g + 3 * d + cell + 2) + ages * (tm * 2 + g) +
-                                        t * g * 3 + msgs * g);
-  s.fwd.bytes += vb * io;
-  s.bwd.bytes += vb * (io + static_cast<double>(ages * tm + msgs * dm * 2));
-  s.fwd.ops += 14, s.bwd.ops += 16;
-}
-
 // MemoryRefiner over R copies from T terms over D distinct messages and Dt distinct gaps: the
 // gate and fc1 read the copies' memory per copy, and the messages and the gaps' time
 // encodings once each (projected, then spread over the copies; `mean` weighs each term,
@@ -260,28 +204,27 @@ void step_stage_work(StepStageWork& out, const WorkModel& wm, const StepWork& st
         vb * static_cast<double>(u * (c.d_mem + 1 + slots * (d_mail + 1)) * 2);
     at(Stage::gather).ops = 4;
   }
-  Sink mem{at(Stage::memory_update), at(Stage::backward)};
+  Sink mem(at(Stage::memory_update), at(Stage::backward), vb);
   const int64_t n = step.updated_rows;
+  const model::MemoryModel& updater = model::memory_model(c.memory);
   if (memory) mem.fwd.bytes += vb * static_cast<double>((u - n) * c.d_mem * 2);
-  if (memory && n > 0) {
-    if (c.memory == MemoryKind::transformer) {
-      apan_memory(mem, c, n, c.mailbox, false, vb);
-    } else {
-      recurrent_memory(mem, c, n, vb);
-    }
-  }
+  if (memory && n > 0) updater.work(mem, c, n);
   mem.fwd.ops += 1;
   if (step.refined_rows > 0) {
-    Sink ref{at(Stage::refine), at(Stage::backward)};
-    if (c.refine_start == model::RefineStart::updater)
-      updater_start(ref, c, step.refined_rows, step.refine_terms, step.refine_messages,
-                    step.refine_bases, step.refine_gaps, vb);
+    Sink ref(at(Stage::refine), at(Stage::backward), vb);
+    if (c.refine_start == model::RefineStart::updater) {
+      DB_ASSERT(updater.start_work != nullptr, "memory model '{}' has no updater start",
+                updater.name);
+      updater.start_work(ref, c,
+                         {step.refined_rows, step.refine_terms, step.refine_messages,
+                          step.refine_bases, step.refine_gaps});
+    }
     refiner(ref, c, step.refined_rows, step.refine_terms, step.refine_messages, step.refine_gaps,
             wm.refine_mean, vb);
   }
-  Sink emb{at(Stage::embed), at(Stage::backward)};
+  Sink emb(at(Stage::embed), at(Stage::backward), vb);
   embedding(emb, c, roots, u + step.refined_rows, step.slot_reads, vb);
-  Sink loss{at(Stage::loss), at(Stage::backward)};
+  Sink loss(at(Stage::loss), at(Stage::backward), vb);
   predictor(loss, c, b, pairs, vb);
   if (memory) {
     StageWork& wb = at(Stage::write_back);

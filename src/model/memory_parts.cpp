@@ -1,11 +1,13 @@
-// The memory parts of a Tgnn: no memory (one zero column per row), TGN's GRU / JODIE's RNN
-// updater over one mail, and APAN's attention over the mailbox. Rows whose node holds no
-// mail (the trainer stages them last) keep their memory.
+// The built-in memory parts of a Tgnn: no memory (one zero column per row), TGN's GRU /
+// JODIE's RNN updater over one mail, and APAN's attention over the mailbox; the memory-model
+// table (memory_model.cpp) names their factories. Rows whose node holds no mail (the trainer
+// stages them last) keep their memory.
 #include <memory>
 
 #include "depbloom/backend/ops.h"
 #include "depbloom/model/apan_updater.h"
 #include "depbloom/model/context.h"
+#include "depbloom/model/memory_model.h"
 #include "depbloom/model/memory_updater.h"
 #include "model/tgnn_parts.h"
 
@@ -31,11 +33,9 @@ class NoMemory final : public MemoryPart {
 
 class RecurrentMemory final : public MemoryPart, public UpdaterRefinement {
  public:
-  RecurrentMemory(ParameterStore& store, const TgnnConfig& cfg)
+  RecurrentMemory(ParameterStore& store, const TgnnConfig& cfg, RecurrentCell cell)
       : cfg_(cfg),
-        updater_(store, "memory_updater",
-                 cfg.memory == MemoryKind::gru ? RecurrentCell::gru : RecurrentCell::rnn,
-                 cfg.d_mail(), cfg.d_mem_time, cfg.d_mem) {}
+        updater_(store, "memory_updater", cell, cfg.d_mail(), cfg.d_mem_time, cfg.d_mem) {}
 
   void forward(const Tensor& updated, const TgnnInputs& in, const MemoryRows& rows, bool,
                Arena& arena) override {
@@ -170,17 +170,24 @@ class AttentionMemory final : public MemoryPart, public UpdaterRefinement {
 
 }  // namespace
 
+std::unique_ptr<MemoryPart> make_no_memory(ParameterStore&, const TgnnConfig&) {
+  return std::make_unique<NoMemory>();
+}
+
+std::unique_ptr<MemoryPart> make_gru_memory(ParameterStore& store, const TgnnConfig& cfg) {
+  return std::make_unique<RecurrentMemory>(store, cfg, RecurrentCell::gru);
+}
+
+std::unique_ptr<MemoryPart> make_rnn_memory(ParameterStore& store, const TgnnConfig& cfg) {
+  return std::make_unique<RecurrentMemory>(store, cfg, RecurrentCell::rnn);
+}
+
+std::unique_ptr<MemoryPart> make_attention_memory(ParameterStore& store, const TgnnConfig& cfg) {
+  return std::make_unique<AttentionMemory>(store, cfg);
+}
+
 std::unique_ptr<MemoryPart> make_memory_part(ParameterStore& store, const TgnnConfig& cfg) {
-  switch (cfg.memory) {
-    case MemoryKind::none:
-      return std::make_unique<NoMemory>();
-    case MemoryKind::gru:
-    case MemoryKind::rnn:
-      return std::make_unique<RecurrentMemory>(store, cfg);
-    case MemoryKind::transformer:
-      return std::make_unique<AttentionMemory>(store, cfg);
-  }
-  DB_THROW(runtime, "unknown memory kind {}", static_cast<int>(cfg.memory));
+  return memory_model(cfg.memory).make(store, cfg);
 }
 
 DropoutDraw dropout_draw(const TgnnInputs& in, uint32_t stream, const Tensor& ids, int64_t begin,

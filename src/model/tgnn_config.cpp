@@ -1,6 +1,9 @@
-// TgnnConfig's check of a combination of layers, widths and heads.
+// TgnnConfig's check of a combination of layers, widths and heads; the rules a memory
+// model imposes are its table entry's (memory_model.cpp).
 #include "depbloom/model/tgnn_config.h"
+
 #include "depbloom/core/error.h"
+#include "depbloom/model/memory_model.h"
 
 namespace depbloom::model {
 namespace {
@@ -24,31 +27,9 @@ std::optional<ConfigProblem> attention_problem(const TgnnConfig& c) {
 }  // namespace
 
 std::optional<ConfigProblem> find_problem(const TgnnConfig& c) {
-  if (c.embedding == EmbeddingKind::attention) {
+  if (c.embedding == EmbeddingKind::attention)
     if (auto p = attention_problem(c)) return p;
-  } else if (c.memory == MemoryKind::none) {
-    return ConfigProblem{"embedding",
-                         "a model without memory needs the attention embedding (the identity "
-                         "embedding of no memory is nothing)"};
-  }
-  if (c.embedding == EmbeddingKind::jodie && c.memory == MemoryKind::transformer)
-    return ConfigProblem{"memory",
-                         "JODIE's time projection goes with a recurrent memory, not the "
-                         "transformer updater"};
-  if (c.memory == MemoryKind::transformer && c.d_mem % c.memory_heads != 0)
-    return ConfigProblem{
-        "memory_heads",
-        fmt::format("the memory width {} is not divisible by {} heads", c.d_mem, c.memory_heads)};
-  if (c.mail_dt_at_event && c.memory != MemoryKind::gru && c.memory != MemoryKind::rnn)
-    return ConfigProblem{"mail_dt_at_event",
-                         "a mail's age as of its event needs the GRU or RNN updater"};
-  if (c.memory != MemoryKind::transformer && c.memory != MemoryKind::none && c.mailbox != 1)
-    return ConfigProblem{"mailbox",
-                         fmt::format("{} mails need the transformer updater; the GRU and RNN "
-                                     "updaters read one mail",
-                                     c.mailbox)};
-  if (c.refine && c.memory == MemoryKind::none)
-    return ConfigProblem{"refine", "refinement corrects memory rows: it needs a memory"};
+  if (auto p = memory_model(c.memory).rules(c)) return p;
   if (!(c.coherence_weight >= 0.0))
     return ConfigProblem{"coherence_weight", "the coherence loss's weight must be 0 or more"};
   if (c.refine && c.refine_hidden < 1)

@@ -64,7 +64,13 @@ class EmbeddingPart {
   virtual void backward(const Tensor& d_updated, const Tensor& d_emb, Arena& arena) = 0;
 };
 
+// The part of cfg.memory's table entry.
 std::unique_ptr<MemoryPart> make_memory_part(ParameterStore& store, const TgnnConfig& cfg);
+// The built-in memory models' parts (memory_parts.cpp), named by the memory-model table.
+std::unique_ptr<MemoryPart> make_no_memory(ParameterStore& store, const TgnnConfig& cfg);
+std::unique_ptr<MemoryPart> make_gru_memory(ParameterStore& store, const TgnnConfig& cfg);
+std::unique_ptr<MemoryPart> make_rnn_memory(ParameterStore& store, const TgnnConfig& cfg);
+std::unique_ptr<MemoryPart> make_attention_memory(ParameterStore& store, const TgnnConfig& cfg);
 std::unique_ptr<EmbeddingPart> make_embedding_part(ParameterStore& store, const TgnnConfig& cfg);
 
 // The dropout draws of one layer (stream separates the layers) over rows [begin, end) of

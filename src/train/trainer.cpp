@@ -8,6 +8,7 @@
 #include "depbloom/backend/ops.h"
 #include "depbloom/backend/runtime.h"
 #include "depbloom/core/timer.h"
+#include "depbloom/model/memory_model.h"
 
 namespace depbloom::train {
 namespace {
@@ -24,14 +25,14 @@ std::unique_ptr<graph::NeighbourSampler> make_sampler(const graph::TemporalCsr& 
 
 PlanConfig plan_config(const TrainerConfig& cfg) {
   const auto& m = cfg.model;
-  const bool memory = m.memory != model::MemoryKind::none;
+  const model::MemoryPlanFlags flags = model::memory_model(m.memory).plan;
   PlanConfig pc;
   pc.hops = m.hops();
   pc.neighbours = m.neighbours;
-  pc.deliver_to_neighbours = cfg.deliver_to_neighbours && memory;
+  pc.deliver_to_neighbours = cfg.deliver_to_neighbours && flags.memory;
   pc.prop_time = cfg.prop_time;
-  pc.memory = memory;
-  pc.mail_mask = m.memory == model::MemoryKind::transformer;
+  pc.memory = flags.memory;
+  pc.mail_mask = flags.mail_mask;
   pc.jodie = m.embedding == model::EmbeddingKind::jodie;
   pc.mail_dt_at_event = m.mail_dt_at_event;
   pc.skip_empty_mailbox = m.skip_empty_mailbox;

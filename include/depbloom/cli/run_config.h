@@ -19,7 +19,6 @@
 namespace depbloom::cli {
 
 enum class MemoryType { node, none };
-enum class MemoryUpdate { gru, rnn, transformer };
 enum class MailCombine { last };
 enum class GnnArch { transformer_attention, tgn_attention, identity };
 enum class TimeTransform { none, jodie };
@@ -38,7 +37,7 @@ struct SamplingSection {
 // TGL's memory section: kind and updater become model::MemoryKind.
 struct MemorySection {
   MemoryType type = MemoryType::node;
-  MemoryUpdate update = MemoryUpdate::gru;
+  std::string update = "gru";  // a memory model's name (model/memory_model.h)
   bool update_empty = false;
   MailCombine mail_combine = MailCombine::last;
   bool combine_node_feature = false;
@@ -101,7 +100,6 @@ struct RunConfig {
 
 // The names the config gives each choice.
 const NameTable<MemoryType>& memory_type_names();
-const NameTable<MemoryUpdate>& memory_update_names();
 const NameTable<MailCombine>& mail_combine_names();
 const NameTable<GnnArch>& gnn_arch_names();
 const NameTable<TimeTransform>& time_transform_names();

@@ -11,7 +11,9 @@
 
 namespace depbloom::model {
 
-enum class MemoryKind { none, gru, rnn, transformer };
+// A memory model: its index in the memory-model table (memory_model.h). The built-ins have
+// names; a model registered there gets the next index.
+enum class MemoryKind : int { none, gru, rnn, transformer };
 enum class EmbeddingKind { attention, identity, jodie };
 
 constexpr int kMaxHops = 4;
