@@ -3,12 +3,16 @@
 #include "depbloom/train/depbloom_strategy.h"
 
 #include <algorithm>
+#include <array>
 
 namespace depbloom::train {
 namespace {
 
 // Per rank: memory rows, mailed nodes, mails held.
-std::vector<double> depbloom_header(int64_t mem_rows, int64_t mail_nodes, int64_t mails) {
+constexpr int kFields = 3;
+using DepbloomHeader = std::array<double, kFields>;
+
+DepbloomHeader depbloom_header(int64_t mem_rows, int64_t mail_nodes, int64_t mails) {
   return {static_cast<double>(mem_rows), static_cast<double>(mail_nodes),
           static_cast<double>(mails)};
 }
@@ -95,10 +99,9 @@ double DepbloomStrategy::reduce_loss(const ScheduledStep& step, double local_sum
 }
 
 // The window end's collectives (write_gather.h) and their accounting.
-const ExchangedRows& DepbloomStrategy::gather(const std::vector<double>& header,
-                                              const ExchangedRows& mine, const StateLayout& layout,
-                                              Arena& arena) {
-  gather_.gather_sizes(comm_, header, &depbloom_sizes);
+const ExchangedRows& DepbloomStrategy::gather(const double* header, const ExchangedRows& mine,
+                                              const StateLayout& layout, Arena& arena) {
+  gather_.gather_sizes(comm_, header, kFields, &depbloom_sizes);
   const ExchangedRows& all = gather_.gather_rows(comm_, mine, layout, arena);
   counts_.exchanges += 1;
   counts_.exchanged_rows += gather_.totals().mem_rows;
@@ -118,8 +121,8 @@ void DepbloomStrategy::exchange(const StepWrites& w) {
   mine.mail_id = c.mail_triples;
   mine.mem_rows = c.mem_rows, mine.mem_time = c.mem_time;
   mine.mail_rows = c.mail_rows, mine.mail_time = c.mail_time;
-  const ExchangedRows& rows =
-      gather(depbloom_header(c.mem_count, c.mail_nodes, c.mails), mine, state_layout(state), arena);
+  const ExchangedRows& rows = gather(depbloom_header(c.mem_count, c.mail_nodes, c.mails).data(),
+                                     mine, state_layout(state), arena);
   WindowWrites all;
   all.mem_counts = gather_.mem_counts();
   all.mail_nodes.resize(static_cast<size_t>(comm_.size()));
@@ -144,9 +147,10 @@ std::vector<double> DepbloomStrategy::rehearse_plan(const ScheduledStep& step,
     for (const int32_t v : planned->mail_node) tally_->claim(v);
   }
   if (step.sync != SyncPoint::exchange) return {};
-  rehearsed_ = depbloom_header(static_cast<int64_t>(tally_->mem_nodes().size()),
-                               static_cast<int64_t>(tally_->mail_nodes().size()),
-                               tally_->held_mails(layout.mail_slots));
+  const DepbloomHeader header = depbloom_header(static_cast<int64_t>(tally_->mem_nodes().size()),
+                                                static_cast<int64_t>(tally_->mail_nodes().size()),
+                                                tally_->held_mails(layout.mail_slots));
+  rehearsed_.assign(header.begin(), header.end());
   tally_->clear();
   return rehearsed_;
 }
@@ -155,8 +159,9 @@ void DepbloomStrategy::rehearse_reconcile(const ScheduledStep& step, bool memory
                                           const StateLayout& layout, Arena& scratch) {
   reduce_loss(step, 0.0);  // the loss is not forecast, its all-reduce is
   if (!memory || step.sync != SyncPoint::exchange) return;
-  gather(rehearsed_, WriteGather::placeholder(depbloom_sizes(rehearsed_.data()), layout, scratch),
-         layout, scratch);
+  gather(rehearsed_.data(),
+         WriteGather::placeholder(depbloom_sizes(rehearsed_.data()), layout, scratch), layout,
+         scratch);
 }
 
 }  // namespace depbloom::train

@@ -221,10 +221,8 @@ model::WriteSet StepRunner::collect_writes(const StepData& d, StepArena& arena) 
 // them (and at a sync point exchanges them) and returns the step's global loss.
 void StepRunner::write_back(StepData& d, StepArena& arena) {
   const bool memory = p_.plan->memory;
-  d.writes = model::WriteSet{};
-  if (!d.empty() && memory)
-    d.writes = collect(d.plan, d.staged, *p_.plan, d.memory_rows(), d.rows.last_update,
-                       p_.edge_feat, arena);
+  // An empty part's plan is a previous step's: it writes nothing.
+  d.writes = d.empty() ? model::WriteSet{} : collect_writes(d, arena);
   if (lookahead_ != nullptr) {
     lookahead_->mark_reads(*d.step, d.epoch);
   } else {
@@ -246,8 +244,7 @@ void StepRunner::write_back(StepData& d, StepArena& arena) {
 // Evaluation's write-back: memory carries on into the next batch, on this rank alone.
 void StepRunner::apply_writes(StepData& d, StepArena& arena) {
   if (!p_.plan->memory) return;
-  d.writes =
-      collect(d.plan, d.staged, *p_.plan, d.memory_rows(), d.rows.last_update, p_.edge_feat, arena);
+  d.writes = collect_writes(d, arena);
   p_.state->apply(d.writes, model::WriteFilter{}, arena.device());
 }
 

@@ -3,13 +3,18 @@
 // writes them.
 #include "depbloom/train/strict_strategy.h"
 
+#include <array>
+
 namespace depbloom::train {
 namespace {
 
 // Per rank: memory rows, root mails, source- and destination-neighbour mails, loss sum.
 constexpr int kFields = 5;
 
-std::vector<double> strict_header(int64_t mem_rows, const PlannedWrites* p, double loss_sum) {
+// A fixed-size header: reconcile() runs every step and allocates nothing.
+using StrictHeader = std::array<double, kFields>;
+
+StrictHeader strict_header(int64_t mem_rows, const PlannedWrites* p, double loss_sum) {
   return {static_cast<double>(mem_rows), static_cast<double>(p != nullptr ? p->root_mails : 0),
           static_cast<double>(p != nullptr ? p->src_nbr_mails : 0),
           static_cast<double>(p != nullptr ? p->dst_nbr_mails : 0), loss_sum};
@@ -34,7 +39,7 @@ double StrictStrategy::reconcile(const StepWrites& w) {
   const StateLayout layout = state_layout(*w.state);
   const ExchangedRows* all = exchange(
       *w.step,
-      strict_header(writes.mem_count, p, w.local_loss * static_cast<double>(w.step->count)),
+      strict_header(writes.mem_count, p, w.local_loss * static_cast<double>(w.step->count)).data(),
       w.memory ? &mine : nullptr, layout, w.arena->device());
   if (all != nullptr) apply_gathered(w, *all);
   double loss_sum = 0;
@@ -44,11 +49,10 @@ double StrictStrategy::reconcile(const StepWrites& w) {
 
 // The size all-gather after every step and, with memory, the six all-gather-v of `mine`;
 // the accounting of both. Returns the gathered rows (null without memory).
-const ExchangedRows* StrictStrategy::exchange(const ScheduledStep& step,
-                                              const std::vector<double>& header,
+const ExchangedRows* StrictStrategy::exchange(const ScheduledStep& step, const double* header,
                                               const ExchangedRows* mine, const StateLayout& layout,
                                               Arena& arena) {
-  gather_.gather_sizes(comm_, header, &strict_sizes);
+  gather_.gather_sizes(comm_, header, kFields, &strict_sizes);
   counts_.local_events += step.count;
   counts_.exchanged_rows += gather_.totals().mem_rows;
   counts_.exchanged_mails += gather_.totals().mails;
@@ -92,7 +96,8 @@ std::vector<double> StrictStrategy::rehearse_plan(const ScheduledStep& /*step*/,
                                                   const StateLayout& /*layout*/) {
   const int64_t rows =
       memory && planned != nullptr ? static_cast<int64_t>(planned->mem_node.size()) : 0;
-  rehearsed_ = strict_header(rows, planned, 0.0);  // the loss is not forecast
+  const StrictHeader header = strict_header(rows, planned, 0.0);  // the loss is not forecast
+  rehearsed_.assign(header.begin(), header.end());
   return rehearsed_;
 }
 
@@ -100,7 +105,7 @@ void StrictStrategy::rehearse_reconcile(const ScheduledStep& step, bool memory,
                                         const StateLayout& layout, Arena& scratch) {
   const ExchangedRows mine =
       WriteGather::placeholder(strict_sizes(rehearsed_.data()), layout, scratch);
-  exchange(step, rehearsed_, memory ? &mine : nullptr, layout, scratch);
+  exchange(step, rehearsed_.data(), memory ? &mine : nullptr, layout, scratch);
 }
 
 }  // namespace depbloom::train

@@ -3,11 +3,11 @@
 
 namespace depbloom::train {
 
-void WriteGather::gather_sizes(dist::Communicator& comm, const std::vector<double>& own,
+void WriteGather::gather_sizes(dist::Communicator& comm, const double* own, int64_t fields,
                                SizesOf sizes_of) {
   const int ranks = comm.size();
-  fields_ = static_cast<int64_t>(own.size());
-  mine_ = own;
+  fields_ = fields;
+  mine_.assign(own, own + fields);  // the collective's send buffer; capacity is kept
   headers_.resize(static_cast<size_t>(fields_ * ranks));
   comm.all_gather(Tensor::wrap(mine_.data(), Shape(fields_)),
                   Tensor::wrap(headers_.data(), Shape(fields_ * ranks)));

@@ -47,7 +47,7 @@ class DepbloomStrategy final : public RankedStrategy {
 
  private:
   double reduce_loss(const ScheduledStep& step, double local_sum);
-  const ExchangedRows& gather(const std::vector<double>& header, const ExchangedRows& mine,
+  const ExchangedRows& gather(const double* header, const ExchangedRows& mine,
                               const StateLayout& layout, Arena& arena);
   void exchange(const StepWrites& w);
 

@@ -27,7 +27,7 @@ class StrictStrategy final : public RankedStrategy {
                           Arena& scratch) override;
 
  private:
-  const ExchangedRows* exchange(const ScheduledStep& step, const std::vector<double>& header,
+  const ExchangedRows* exchange(const ScheduledStep& step, const double* header,
                                 const ExchangedRows* mine, const StateLayout& layout, Arena& arena);
   void apply_gathered(const StepWrites& w, const ExchangedRows& rows);
 

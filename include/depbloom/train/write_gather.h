@@ -41,9 +41,9 @@ struct ExchangedRows {
 
 class WriteGather {
  public:
-  // Every rank's header (`own` on this rank, of the same length on every rank) gathered in
-  // rank order, each read by `sizes_of` into the sizes gather_rows then gathers.
-  void gather_sizes(dist::Communicator& comm, const std::vector<double>& own, SizesOf sizes_of);
+  // Every rank's header (`own`, `fields` doubles on this rank, as many on every rank) gathered
+  // in rank order, each read by `sizes_of` into the sizes gather_rows then gathers.
+  void gather_sizes(dist::Communicator& comm, const double* own, int64_t fields, SizesOf sizes_of);
   // The six all-gather-v of `mine`, sized as this rank's header said; the gathered rows and
   // times come from `arena`, the ids stay here until the next gather.
   const ExchangedRows& gather_rows(dist::Communicator& comm, const ExchangedRows& mine,
