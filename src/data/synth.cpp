@@ -181,25 +181,6 @@ const Profile& profile_of(SynthShape shape) {
 
 }  // namespace synth
 
-SynthShape parse_synth_shape(const std::string& name) {
-  if (name == "wiki") return SynthShape::wiki;
-  if (name == "reddit") return SynthShape::reddit;
-  if (name == "wikitalk") return SynthShape::wikitalk;
-  DB_THROW(usage, "unknown synthetic shape '{}' (expected wiki, reddit or wikitalk)", name);
-}
-
-const char* synth_shape_name(SynthShape shape) {
-  switch (shape) {
-    case SynthShape::wiki:
-      return "wiki";
-    case SynthShape::reddit:
-      return "reddit";
-    case SynthShape::wikitalk:
-      return "wikitalk";
-  }
-  return "?";
-}
-
 SynthTargets synth_targets(SynthShape shape, double scale) {
   const synth::Profile& p = synth::profile_of(shape);
   SynthTargets t;

@@ -1,4 +1,5 @@
-// depbloom-data: inspect (`stats`), convert (`convert`) and generate (`synth`) event streams.
+// depbloom-data: inspect (`stats`), convert (`convert`), generate (`synth`) and download
+// (`get`, `list`) event streams.
 // Errors end with one line `depbloom-data: <message>` and the documented exit code
 // (2 usage, 3 data, 4 runtime); logs go to stderr so that stdout stays machine-readable.
 #include <cstdio>
@@ -16,6 +17,7 @@
 #include "depbloom/data/loader.h"
 #include "depbloom/data/stream_stats.h"
 #include "depbloom/data/synth.h"
+#include "get.h"
 #include "report.h"
 
 namespace {
@@ -64,44 +66,111 @@ void print_stats(const data::StreamStats& st, bool json, const data::SynthTarget
   if (targets != nullptr) fmt::print("\n{}", tools::target_table(st, *targets));
 }
 
-int run(int argc, char** argv) {
-  CLI::App app{"depbloom-data: inspect, convert and generate temporal event streams"};
-  app.require_subcommand(1);
-  app.fallthrough();  // -q also after the subcommand
+// The command line: every subcommand's arguments, filled by CLI11.
+struct Commands {
   bool quiet = false;
-  app.add_flag("-q,--quiet", quiet, "log warnings and errors only");
-
-  InputArgs stats_in;
+  InputArgs stats_in, convert_in;
   bool stats_json = false;
-  CLI::App* stats = app.add_subcommand("stats", "print the statistics of a stream");
-  add_input_options(stats, stats_in);
-  stats->add_flag("--json", stats_json, "print JSON instead of text");
-
-  InputArgs convert_in;
   std::string convert_out;
-  CLI::App* convert = app.add_subcommand("convert", "write a stream in the cache format");
-  add_input_options(convert, convert_in);
-  convert->add_option("-o,--output", convert_out, "folder to write")->required();
-
   std::string like, synth_out, synth_format = "cache";
   data::SynthSpec spec;
   bool synth_stats = false, synth_json = false;
+  tools::GetOptions get;
+  std::string list_dir = "data";
+  CLI::App *stats = nullptr, *convert = nullptr, *synth = nullptr, *get_cmd = nullptr,
+           *list = nullptr;
+};
+
+void add_inspect_commands(CLI::App& app, Commands& c) {
+  c.stats = app.add_subcommand("stats", "print the statistics of a stream");
+  add_input_options(c.stats, c.stats_in);
+  c.stats->add_flag("--json", c.stats_json, "print JSON instead of text");
+  c.convert = app.add_subcommand("convert", "write a stream in the cache format");
+  add_input_options(c.convert, c.convert_in);
+  c.convert->add_option("-o,--output", c.convert_out, "folder to write")->required();
+}
+
+void add_synth_command(CLI::App& app, Commands& c) {
   CLI::App* synth = app.add_subcommand("synth", "generate a stream with a published shape");
-  synth->add_option("--like", like, "shape: wiki, reddit or wikitalk")
+  c.synth = synth;
+  synth->add_option("--like", c.like, "shape: wiki, reddit or wikitalk")
       ->required()
       ->check(CLI::IsMember({"wiki", "reddit", "wikitalk"}));
-  synth->add_option("--scale", spec.scale, "multiplies node and event counts")
+  synth->add_option("--scale", c.spec.scale, "multiplies node and event counts")
       ->capture_default_str();  // synthesize() rejects a non-positive scale
-  synth->add_option("--seed", spec.seed, "random seed")->capture_default_str();
-  synth->add_option("--edge-features", spec.edge_features, "float32 features per event")
-      ->capture_default_str();
-  synth->add_option("-o,--output", synth_out, "folder to write")->required();
-  synth->add_option("--format", synth_format, "cache (loadable arrays), csv, or both")
+  synth->add_option("--seed", c.spec.seed, "random seed")->capture_default_str();
+  c.spec.edge_features = -1;
+  synth->add_option("--edge-features", c.spec.edge_features,
+                    "float32 features per event (default: the shape's, 172 for wiki and reddit)");
+  synth->add_option("-o,--output", c.synth_out,
+                    "folder to write (default: data/synth/<like>-s<scale>-f<features>)");
+  synth->add_option("--format", c.synth_format, "cache (loadable arrays), csv, or both")
       ->capture_default_str()
       ->check(CLI::IsMember({"cache", "csv", "both"}));
-  synth->add_flag("--stats", synth_stats, "print the statistics beside the shape's targets");
-  synth->add_flag("--json", synth_json, "with --stats: print JSON");
+  synth->add_flag("--stats", c.synth_stats, "print the statistics beside the shape's targets");
+  synth->add_flag("--json", c.synth_json, "with --stats: print JSON");
+}
 
+void add_get_commands(CLI::App& app, Commands& c) {
+  c.get_cmd = app.add_subcommand(
+      "get", "download a known dataset, check it and convert it into the cache (see `list`)");
+  c.get_cmd->add_option("name", c.get.name, "dataset name, as `depbloom-data list` shows it")
+      ->required();
+  c.get_cmd->add_option("--dir", c.get.dir, "folder that receives DIR/<name>/")
+      ->capture_default_str();
+  c.get_cmd->add_option("--from", c.get.from, "use this file, fetched by hand, instead of the URL");
+  c.list = app.add_subcommand("list", "show the known datasets and which are here");
+  c.list->add_option("--dir", c.list_dir, "folder that `get` fills")->capture_default_str();
+}
+
+void run_synth(Commands& c) {
+  data::SynthSpec& spec = c.spec;
+  spec.shape = data::parse_synth_shape(c.like);
+  if (spec.edge_features < 0) spec.edge_features = data::synth_edge_features(spec.shape);
+  if (c.synth_out.empty()) c.synth_out = "data/synth/" + data::synth_folder_name(spec);
+  Stopwatch watch;
+  const data::EventStream s = data::synthesize(spec);
+  spdlog::info("synth {} scale {} seed {} features {}: {} events, {} nodes in {:.2f} s", c.like,
+               spec.scale, spec.seed, spec.edge_features, s.num_events(), s.num_nodes,
+               watch.seconds());
+  if (c.synth_format != "csv") data::write_event_cache(s, c.synth_out);
+  if (c.synth_format != "cache") spdlog::info("wrote {}", tools::write_csv(s, c.synth_out));
+  if (c.synth_format == "cache") spdlog::info("wrote {}", c.synth_out);
+  if (c.synth_stats) {
+    const data::SynthTargets targets = data::synth_targets(spec.shape, spec.scale);
+    print_stats(data::compute_stream_stats(s), c.synth_json, &targets);
+  }
+}
+
+void dispatch(Commands& c) {
+  if (c.get_cmd->parsed()) {
+    tools::get_dataset(c.get);
+  } else if (c.list->parsed()) {
+    tools::list_datasets(c.list_dir);
+  } else if (c.stats->parsed()) {
+    const data::EventStream s = load(c.stats_in, true);
+    Stopwatch watch;
+    const data::StreamStats st = data::compute_stream_stats(s);
+    spdlog::info("stats of {} computed in {:.2f} s", s.name, watch.seconds());
+    print_stats(st, c.stats_json, nullptr);
+  } else if (c.convert->parsed()) {
+    const data::EventStream s = load(c.convert_in, false);
+    data::write_event_cache(s, c.convert_out);
+    spdlog::info("wrote {} events, {} nodes to {}", s.num_events(), s.num_nodes, c.convert_out);
+  } else if (c.synth->parsed()) {
+    run_synth(c);
+  }
+}
+
+int run(int argc, char** argv) {
+  CLI::App app{"depbloom-data: inspect, convert, generate and download temporal event streams"};
+  app.require_subcommand(1);
+  app.fallthrough();  // -q also after the subcommand
+  Commands c;
+  app.add_flag("-q,--quiet", c.quiet, "log warnings and errors only");
+  add_inspect_commands(app, c);
+  add_synth_command(app, c);
+  add_get_commands(app, c);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -109,35 +178,11 @@ int run(int argc, char** argv) {
     fmt::print(stderr, "depbloom-data: {}\n", e.what());
     return exit_code(ErrorKind::usage);
   }
-
   auto logger = spdlog::stderr_color_mt("depbloom-data");
   spdlog::set_default_logger(logger);
   spdlog::set_pattern("%v");
-  spdlog::set_level(quiet ? spdlog::level::warn : spdlog::level::info);
-
-  if (stats->parsed()) {
-    const data::EventStream s = load(stats_in, true);
-    Stopwatch watch;
-    const data::StreamStats st = data::compute_stream_stats(s);
-    spdlog::info("stats of {} computed in {:.2f} s", s.name, watch.seconds());
-    print_stats(st, stats_json, nullptr);
-  } else if (convert->parsed()) {
-    const data::EventStream s = load(convert_in, false);
-    data::write_event_cache(s, convert_out);
-    spdlog::info("wrote {} events, {} nodes to {}", s.num_events(), s.num_nodes, convert_out);
-  } else if (synth->parsed()) {
-    spec.shape = data::parse_synth_shape(like);
-    Stopwatch watch;
-    const data::EventStream s = data::synthesize(spec);
-    spdlog::info("synth {} scale {} seed {}: {} events, {} nodes in {:.2f} s", like, spec.scale,
-                 spec.seed, s.num_events(), s.num_nodes, watch.seconds());
-    if (synth_format != "csv") data::write_event_cache(s, synth_out);
-    if (synth_format != "cache") spdlog::info("wrote {}", tools::write_csv(s, synth_out));
-    if (synth_stats) {
-      const data::SynthTargets targets = data::synth_targets(spec.shape, spec.scale);
-      print_stats(data::compute_stream_stats(s), synth_json, &targets);
-    }
-  }
+  spdlog::set_level(c.quiet ? spdlog::level::warn : spdlog::level::info);
+  dispatch(c);
   return 0;
 }
 

@@ -23,6 +23,18 @@ struct SynthSpec {
   int64_t edge_features = 0;  // F: float32 features per event (0 = none)
 };
 
+// The published dataset's edge-feature width: 172 for WIKI and REDDIT (JODIE's files), 0
+// for WIKI-TALK. `depbloom-data synth` and the synthetic configs use it.
+int64_t synth_edge_features(SynthShape shape);
+
+// The folder name that states a stream's shape, scale and width, e.g. "reddit-s0.1-f172",
+// so a folder made with another width (an old featureless one) is never read in its place.
+std::string synth_folder_name(const SynthSpec& spec);
+
+// The `depbloom-data synth` command that makes `path` when its last component is such a
+// name (seed 0); "" otherwise. The loader adds it to a missing folder's message.
+std::string synth_command_for(const std::string& path);
+
 // What the generator aims at for a shape at a scale (published figures, counts scaled).
 // A target of 0 means the published data give none.
 struct SynthTargets {
