@@ -25,18 +25,21 @@ use_build() {
 report() { python3 "$root/benchmarks/$1_report.py" "${@:2}"; }
 
 # A synthetic stream with a published dataset's shape (configs/README.md), made once by
-# $data_tool: at scale 0.1 into data/synth/LIKE, at another scale into data/synth/LIKE-sSCALE.
+# $data_tool with the published edge-feature width (172 for wiki and reddit, 0 for wikitalk)
+# into data/synth/LIKE-sSCALE-fWIDTH, the folder the *-synth-* configs name at scale 0.1.
 need_synth() {
   local like=$1 scale=${2:-0.1} dir
   dir=$(synth_dir "$like" "$scale")
   [[ -e $dir/meta.json ]] && return 0
   [[ -x $data_tool ]] || { log "no $data_tool to generate $dir"; return 1; }
   log "generating $dir"
-  "$data_tool" synth --like "$like" --scale "$scale" --seed 0 -o "$dir"
+  "$data_tool" synth --like "$like" --scale "$scale" --seed 0 --edge-features "$(synth_width "$like")" -o "$dir"
 }
 
 # The folder need_synth LIKE SCALE writes.
-synth_dir() { [[ ${2:-0.1} == 0.1 ]] && echo "data/synth/$1" || echo "data/synth/$1-s$2"; }
+synth_dir() { echo "data/synth/$1-s${2:-0.1}-f$(synth_width "$1")"; }
+# The published edge-feature width of a shape (depbloom-data synth's default).
+synth_width() { [[ $1 == wikitalk ]] && echo 0 || echo 172; }
 
 # dataset_data NAME [SCALE]: the --data of a benchmark dataset on stdout, relative to the
 # repository: wiki, the shipped WIKI stream; reddit or wikitalk, that synthetic shape at

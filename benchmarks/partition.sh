@@ -14,7 +14,7 @@
 #   --seeds N   run.seed 0 .. N-1 for every run (default 1)
 #   --out FILE  default benchmarks/results/partition.json
 #   --work DIR  run folders (DIR/<time>/), default runs/partition; the synthetic REDDIT
-#               shape is made once into data/synth/reddit
+#               shape is made once into data/synth/reddit-s0.1-f172
 #   --build DIR the build folder with depbloom-train (MPI) and depbloom-data (default build)
 # P = 1 runs once per dataset and seed: with one rank every strategy is single-device
 # training, so it is the baseline of both. A run with more ranks than cores is marked

@@ -26,7 +26,7 @@
 #   --seeds N     run.seed 0 .. N-1 for every cell, the same seeds in every cell (default 3)
 #   --epochs E    the cells' epochs (default 3; the equal-steps runs take 8 E)
 #   --out FILE    default benchmarks/results/refine.json
-#   --work DIR    run folders (DIR/<time>/), default runs/refine (REDDIT: data/synth/reddit)
+#   --work DIR    run folders (DIR/<time>/), default runs/refine (REDDIT: data/synth/reddit-s0.1-f172)
 #   --aggregate   refine.aggregate for the m > 1 runs (default last)
 #   --coherence W refine.coherence_weight for the m > 1 runs (default 0: off)
 #   --coherence-sample S  refine.coherence_sample (default 0.1)

@@ -20,7 +20,7 @@
 #   OMP_NUM_THREADS  threads per rank; unset, depbloom-train gives each rank cores / P
 # A relative --build, OUT or RUNS is taken from the working directory the script starts in;
 # the runs start in the repository root, where the configs' data paths point. The
-# synthetic data (data/synth/reddit) is generated with depbloom-data when it is missing.
+# synthetic data (data/synth/reddit-s0.1-f172) is generated with depbloom-data when it is missing.
 # Per (dataset, P), from rank 0's metrics.jsonl, averaged over the epochs: training seconds
 # per epoch (and with validation), global events/s, the events rank 0 trained on, sync
 # points (blocking collectives) and calls and bytes per collective kind per epoch, the

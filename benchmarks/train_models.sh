@@ -16,7 +16,7 @@
 #               EXTRA_SETS="--set data.max_events=20000" for a quick end-to-end check
 # A relative --build, OUT or RUNS is taken from the working directory the script starts in;
 # the runs themselves start in the repository root, where the configs' data paths point.
-# The *-synth-reddit config's data (data/synth/reddit) is generated with depbloom-data when
+# The *-synth-reddit config's data (data/synth/reddit-s0.1-f172) is generated with depbloom-data when
 # it is missing. Per model the JSON holds seconds per epoch (training, and with
 # validation), events/s, the test AP and AUC over the whole split and as the per-batch mean,
 # transductive and new-node, read from the run's metrics.jsonl. A model whose run fails is

@@ -13,6 +13,7 @@
 #include "depbloom/core/error.h"
 #include "depbloom/core/timer.h"
 #include "depbloom/data/mapped_file.h"
+#include "depbloom/data/synth.h"
 #include "event_builder.h"
 #include "format_table.h"
 
@@ -97,7 +98,11 @@ void add_feature_files(Inputs& in, const detail::FeatureFiles& own) {
 
 Inputs resolve(const std::string& path, const LoadOptions& options) {
   std::error_code ec;
-  if (!fs::exists(path, ec)) DB_THROW(data, "{}: no such file or folder", path);
+  if (!fs::exists(path, ec)) {
+    const std::string make = synth_command_for(path);
+    if (!make.empty()) DB_THROW(data, "{}: no such file or folder; make it with `{}`", path, make);
+    DB_THROW(data, "{}: no such file or folder", path);
+  }
   if (options.format != "auto") detail::format_entry(options.format);  // unknown: config error
   Inputs in;
   const std::string file = fs::is_directory(path, ec) ? file_in_folder(path, options.format) : path;
