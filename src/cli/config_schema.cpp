@@ -210,7 +210,7 @@ void declare_data(OptionRegistry& r) {
   r.bind_choice("data.format", FIELD(load.format), data::format_choices(),
                 "file format; auto guesses it from the name and the first lines");
   r.bind("data.protocol", FIELD(split.protocol), data::split_protocol_names(),
-         "train/val/test split: TGN's 70/15/15 by time, TGL's, or the one in the file");
+         "train/val/test split: TGN's 70/15/15 by time, TGL's, the one in the file, or TGB's");
   r.bind("data.drop_self_loops", FIELD(load.drop_self_loops),
          "drop events whose source is their destination");
   r.bind("data.cache", FIELD(load.use_cache), "reuse the parsed binary cache beside the data");
@@ -224,6 +224,9 @@ void declare_data(OptionRegistry& r) {
   r.bind("data.node_features", FIELD(load.node_features),
          "node features as a .npy file, one row per node id; empty: the format's own "
          "(ml_<name>_node.npy, node_features.npy) or none");
+  r.bind("data.tgb_negatives", FIELD(load.tgb_negatives),
+         "folder of TGB's fixed val/test negatives as tools/tgb_negatives.py writes them; "
+         "empty: none (eval.negative_strategy: tgb needs it)");
   r.bind("data.weight_as_feature", FIELD(load.weight_as_feature),
          "KONECT `src dst weight time`: keep the weight as a 1-wide edge feature");
   r.bind("data.columns.src", FIELD(load.columns.src), "csv: 0-based column of the source id", 0);
@@ -252,7 +255,8 @@ void declare_eval_run_dist(OptionRegistry& r) {
          "negative destinations scored per positive event", 1);
   r.bind("eval.negative_strategy", FIELD(trainer.eval_strategy),
          graph::eval_negative_strategy_names(),
-         "how negatives are drawn (random, seen edges, or edges unseen in training)");
+         "how negatives are drawn (random, seen edges, edges unseen in training, or TGB's fixed "
+         "sets from data.tgb_negatives)");
   r.bind("eval.batch_size", FIELD(trainer.eval_batch_size),
          "events per evaluation batch (200: the TGN authors' evaluation, whatever the training "
          "batch; TGL evaluates with its training batch)",

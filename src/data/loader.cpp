@@ -14,6 +14,7 @@
 #include "depbloom/core/timer.h"
 #include "depbloom/data/mapped_file.h"
 #include "depbloom/data/synth.h"
+#include "depbloom/data/tgb.h"
 #include "event_builder.h"
 #include "format_table.h"
 
@@ -191,7 +192,8 @@ std::string cache_folder(const std::string& path, const LoadOptions& options) {
   return (dir / fmt::format("{}.{:016x}", source.filename().string(), fnv1a(id))).string();
 }
 
-EventStream load_events(const std::string& path, const LoadOptions& options) {
+namespace {
+EventStream load_stream(const std::string& path, const LoadOptions& options) {
   Stopwatch watch;
   std::error_code ec;
   if (fs::is_directory(path, ec) && is_file(fs::path(path) / "meta.json")) {
@@ -233,6 +235,22 @@ EventStream load_events(const std::string& path, const LoadOptions& options) {
       spdlog::warn("data: cannot write the cache ({}); continuing without it", e.message());
     }
   }
+  return s;
+}
+}  // namespace
+
+// Whether the file numbers users and items apart (TGB then numbers items after users).
+bool two_id_spaces(const std::string& path, const LoadOptions& options) {
+  std::error_code ec;
+  if (fs::is_directory(path, ec) && is_file(fs::path(path) / "meta.json")) return false;
+  const std::string format = options.format == "auto" ? detect_format(path).format : options.format;
+  return format == "jodie" || (format == "csv" && options.columns.bipartite);
+}
+
+EventStream load_events(const std::string& path, const LoadOptions& options) {
+  EventStream s = load_stream(path, options);
+  if (!options.tgb_negatives.empty())
+    attach_tgb_negatives(s, options.tgb_negatives, two_id_spaces(path, options));
   return s;
 }
 

@@ -88,6 +88,17 @@ void tgn_split(const EventStream& s, const SplitSpec& spec, ChronoSplit& out) {
   }
 }
 
+// TGB's split (LinkPropPredDataset.generate_splits): the same quantile times, no node held out, no
+// new-node pass (TGB reports transductive link prediction only).
+void tgb_split(const EventStream& s, const SplitSpec& spec, ChronoSplit& out) {
+  out.val_time = timestamp_quantile(s.ts, spec.val_quantile);
+  out.test_time = timestamp_quantile(s.ts, spec.test_quantile);
+  for (int64_t e = 0; e < s.num_events(); ++e) {
+    const double t = s.ts[e];
+    (t <= out.val_time ? out.train : t <= out.test_time ? out.val : out.test).push_back(e);
+  }
+}
+
 void range_into(std::vector<int64_t>& out, int64_t begin, int64_t end) {
   for (int64_t e = begin; e < end; ++e) out.push_back(e);
 }
@@ -131,8 +142,10 @@ void file_split(const EventStream& s, ChronoSplit& out) {
 }  // namespace
 
 const NameTable<SplitProtocol>& split_protocol_names() {
-  static const NameTable<SplitProtocol> names{
-      {SplitProtocol::tgn, "tgn"}, {SplitProtocol::tgl, "tgl"}, {SplitProtocol::file, "file"}};
+  static const NameTable<SplitProtocol> names{{SplitProtocol::tgn, "tgn"},
+                                              {SplitProtocol::tgl, "tgl"},
+                                              {SplitProtocol::file, "file"},
+                                              {SplitProtocol::tgb, "tgb"}};
   return names;
 }
 
@@ -188,6 +201,9 @@ ChronoSplit make_split(const EventStream& stream, const SplitSpec& spec) {
       break;
     case SplitProtocol::file:
       file_split(stream, out);
+      break;
+    case SplitProtocol::tgb:
+      tgb_split(stream, spec, out);
       break;
   }
   return out;

@@ -19,6 +19,8 @@ void check_event_stream(const EventStream& s) {
   sized(s.event_id.size(), n, "event_id");
   if (!s.label.empty()) sized(s.label.size(), n, "label");
   if (!s.split.empty()) sized(s.split.size(), n, "split");
+  if (s.fixed_k > 0)
+    sized(s.fixed_negatives.size(), n * static_cast<size_t>(s.fixed_k), "fixed_negatives");
   if (s.edge_dim < 0 || s.node_dim < 0) DB_THROW(data, "{}: negative feature width", where);
   sized(s.edge_feat.size(), n * static_cast<size_t>(s.edge_dim), "edge_feat");
   sized(s.node_feat.size(), static_cast<size_t>(std::max(s.num_nodes, 0)) * s.node_dim,
@@ -97,6 +99,7 @@ void keep_first_events(EventStream& s, int64_t n) {
   if (s.edge_dim > 0) s.edge_feat.resize(un * static_cast<size_t>(s.edge_dim));
   if (!s.label.empty()) s.label.resize(un);
   if (!s.split.empty()) s.split.resize(un);
+  if (s.fixed_k > 0) s.fixed_negatives.resize(un * static_cast<size_t>(s.fixed_k));
 }
 
 }  // namespace depbloom::data

@@ -58,13 +58,23 @@ int32_t take_without_replacement(std::vector<int32_t>& candidates, int32_t take,
   return taken;
 }
 
+// tgb: the event's row of the stream's fixed negatives (TGB's evaluation sets).
+void copy_fixed(const data::EventStream& s, int64_t event, int32_t k, int32_t* out) {
+  const int32_t* row = s.fixed_negatives.data() + static_cast<size_t>(event) * k;
+  if (row[0] < 0)
+    DB_THROW(data, "eval.negative_strategy tgb: event {} ({} -> {} at t {}) has no TGB negatives",
+             event, s.original_id[s.src[event]], s.original_id[s.dst[event]], s.ts[event]);
+  std::copy(row, row + k, out);
+}
+
 }  // namespace
 
 const NameTable<EvalNegativeStrategy>& eval_negative_strategy_names() {
   static const NameTable<EvalNegativeStrategy> names{
       {EvalNegativeStrategy::random, "random"},
       {EvalNegativeStrategy::historical, "historical"},
-      {EvalNegativeStrategy::inductive, "inductive"}};
+      {EvalNegativeStrategy::inductive, "inductive"},
+      {EvalNegativeStrategy::tgb, "tgb"}};
   return names;
 }
 
@@ -110,6 +120,13 @@ EvalNegativeSampler::EvalNegativeSampler(const data::EventStream& stream,
 
 void EvalNegativeSampler::init(const std::vector<uint8_t>& in_history) {
   DB_ASSERT(k_ >= 1, "{} negatives per positive", k_);
+  if (strategy_ == EvalNegativeStrategy::tgb && stream_.fixed_k != k_) {
+    if (stream_.fixed_k == 0)
+      DB_THROW(config, "eval.negative_strategy tgb needs data.tgb_negatives (TGB's negatives)");
+    DB_THROW(config,
+             "eval.negatives is {}, but TGB's sets hold {} per query; set eval.negatives: {}", k_,
+             stream_.fixed_k, stream_.fixed_k);
+  }
   DB_ASSERT(range_.size() >= 1, "empty destination range [{}, {})", range_.begin, range_.end);
   out_edges_ = TemporalCsr::build(stream_, -1, CsrDirection::out);
   const int32_t n = out_edges_.num_nodes();
@@ -178,6 +195,11 @@ void EvalNegativeSampler::sample(uint32_t split, int64_t first_event, int64_t co
   DB_ASSERT(first_event >= 0 && count >= 0 && first_event + count <= stream_.num_events(),
             "negatives for events [{}, {}) of a stream of {}", first_event, first_event + count,
             stream_.num_events());
+  // tgb: a copy, on this thread (its error must not leave an OpenMP region).
+  if (strategy_ == EvalNegativeStrategy::tgb) {
+    for (int64_t i = 0; i < count; ++i) copy_fixed(stream_, first_event + i, k_, out + i * k_);
+    return;
+  }
 #pragma omp parallel if (count >= 64)
   {
     std::vector<int32_t> scratch;  // per thread, reused for every event it handles
@@ -194,6 +216,10 @@ void EvalNegativeSampler::sample_events(uint32_t split, const int64_t* events, i
   for (int64_t i = 0; i < count; ++i) {
     DB_ASSERT(events[i] >= 0 && events[i] < stream_.num_events(),
               "negatives for event {} of a stream of {}", events[i], stream_.num_events());
+  }
+  if (strategy_ == EvalNegativeStrategy::tgb) {
+    for (int64_t i = 0; i < count; ++i) copy_fixed(stream_, events[i], k_, out + i * k_);
+    return;
   }
 #pragma omp parallel if (count >= 64)
   {

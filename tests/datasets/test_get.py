@@ -5,13 +5,16 @@ datasets served by the test, made of small SNAP and JODIE files written here.
 """
 import gzip
 import hashlib
+import io
 import json
 import os
 import shutil
 import socket
 import subprocess
+import tarfile
 import tempfile
 import unittest
+import zipfile
 
 from range_server import RangeServer
 
@@ -20,6 +23,20 @@ TOOL = os.environ.get("DEPBLOOM_DATA_TOOL", "build/depbloom-data")
 
 def snap_text(events):
     return "".join("%d %d %d\n" % (i % 17, 100 + i % 23, 1000 + 7 * i) for i in range(events))
+
+
+def archive(kind, name, body):
+    """A zip or tar.bz2 holding `body` as `name`, made in memory."""
+    buf = io.BytesIO()
+    if kind == "zip":
+        with zipfile.ZipFile(buf, "w") as z:
+            z.writestr(name, body)
+    else:
+        with tarfile.open(fileobj=buf, mode="w:bz2") as t:
+            info = tarfile.TarInfo(name)
+            info.size = len(body)
+            t.addfile(info, io.BytesIO(body))
+    return buf.getvalue()
 
 
 def jodie_text(events, features):
@@ -40,6 +57,8 @@ class GetTest(unittest.TestCase):
             "/snap.txt": cls.snap,
             "/snap.txt.gz": gzip.compress(cls.snap),
             "/jodie.csv": cls.jodie,
+            "/snap.zip": archive("zip", "inner/snap.txt", cls.snap),
+            "/snap.tar.bz2": archive("tar.bz2", "inner/snap.txt", cls.snap),
         })
 
     @classmethod
@@ -58,6 +77,12 @@ class GetTest(unittest.TestCase):
             "jodie": {"url": self.server.url("/jodie.csv"), "file": "jodie.csv",
                       "format": "jodie", "events": 200, "header": "user_id,item_id",
                       "config": "configs/tgn-reddit.yaml"},
+            "snapzip": {"url": self.server.url("/snap.zip"), "unpack": "zip",
+                        "file": "inner/snap.txt", "format": "snap", "events": 300},
+            "snaptar": {"url": self.server.url("/snap.tar.bz2"), "unpack": "tar.bz2",
+                        "file": "inner/snap.txt", "format": "snap", "events": 300},
+            "badzip": {"url": self.server.url("/snap.txt"), "unpack": "zip",
+                       "file": "inner/snap.txt", "format": "snap"},
             "badsum": {"url": self.server.url("/snap.txt"), "file": "snap.txt",
                        "format": "snap", "sha256": "0" * 64},
             "badrows": {"url": self.server.url("/snap.txt"), "file": "snap.txt",
@@ -100,7 +125,8 @@ class GetTest(unittest.TestCase):
         with open(os.path.join(folder, "manifest.json")) as f:
             manifest = json.load(f)
         self.assertEqual(manifest["file_sha256"], hashlib.sha256(body).hexdigest())
-        self.assertTrue(os.path.isdir(os.path.join(folder, ".depbloom-cache")))
+        cache = os.path.join(os.path.dirname(os.path.join(folder, file)), ".depbloom-cache")
+        self.assertTrue(os.path.isdir(cache))
         self.assertEqual(self.leftovers(), [])
 
     def test_clean_download(self):
@@ -117,6 +143,16 @@ class GetTest(unittest.TestCase):
         self.assertEqual(r.returncode, 0, r.stderr)
         self.assertIn("--config configs/tgn-reddit.yaml --data", r.stdout)
         self.assertIn("4 edge features", r.stderr)
+
+    def test_archives(self):
+        for name in ("snapzip", "snaptar"):
+            r = self.get(name)
+            self.assertEqual(r.returncode, 0, r.stderr)
+            self.assert_ready(name, "inner/snap.txt", self.snap)
+        r = self.get("badzip")  # a text file where a zip belongs
+        self.assertEqual(r.returncode, 3, r.stderr)
+        self.assertFalse(os.path.exists(os.path.join(self.dir, "badzip")))
+        self.assertEqual(self.leftovers(), [])
 
     def test_cut_download_resumes(self):
         half = len(self.snap) // 2

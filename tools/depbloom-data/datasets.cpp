@@ -106,6 +106,7 @@ std::vector<Dataset> builtin_table() {
   t.push_back(uc);
   // TGB's link-prediction sets: the edge list and the fixed negatives (pickles) in one zip.
   t.push_back(tgb("tgbl-wiki", "tgbl-wiki-v2.zip", "tgbl-wiki_edgelist_v2.csv"));
+  t.back().config = "configs/tgn-tgbl-wiki.yaml";
   t.push_back(tgb("tgbl-review", "tgbl-review-v2.zip", "tgbl-review_edgelist_v2.csv"));
   t.push_back(tgb("tgbl-coin", "tgbl-coin-v2.zip", "tgbl-coin_edgelist_v2.csv"));
   t.push_back(tgb("tgbl-comment", "tgbl-comment.zip", "tgbl-comment_edgelist.csv"));

@@ -43,9 +43,13 @@ Places places(const Dataset& d, const std::string& dir) {
 
 void print_config_line(const Dataset& d, const fs::path& events) {
   if (d.format.empty()) {
-    fmt::print("{}: unpacked; TGB's files are not read by a loader yet (docs/data.md)\n",
-               events.string());
-  } else if (d.config.empty()) {
+    // TGB: the edge list is read as it is; the negatives need tools/tgb_negatives.py first.
+    spdlog::info(
+        "{}: unpacked, not converted; convert TGB's negatives with "
+        "tools/tgb_negatives.py (docs/data.md)",
+        events.string());
+  }
+  if (d.config.empty()) {
     fmt::print("build/depbloom-train --data {}\n", events.string());
   } else {
     fmt::print("build/depbloom-train --config {} --data {}\n", d.config, events.string());

@@ -22,6 +22,10 @@ struct EventStream {
   int64_t node_dim = 0;
   std::vector<int32_t> label;  // [E] optional (JODIE state-change label), may be empty
   std::vector<int8_t> split;   // [E] optional file-given split: 0 train, 1 val, 2 test
+  // TGB's fixed evaluation negatives (data.tgb_negatives): [E x fixed_k] dense destination
+  // ids, a row of -1 for events without; empty when fixed_k == 0. Not cached.
+  std::vector<int32_t> fixed_negatives;
+  int32_t fixed_k = 0;
 
   int32_t num_nodes = 0;
   bool bipartite = false;

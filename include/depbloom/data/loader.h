@@ -42,6 +42,9 @@ struct LoadOptions {
   std::string node_features;
   // KONECT `src dst weight time`: keep the weight as a 1-dim edge feature.
   bool weight_as_feature = true;
+  // A folder of TGB's fixed evaluation negatives as tools/tgb_negatives.py writes them
+  // (tgb.h); empty = none.
+  std::string tgb_negatives;
 };
 
 // The format a path holds and why it was chosen (file name or first line).

@@ -1,7 +1,8 @@
 // Chronological train/val/test splits and the evaluation protocol's held-out nodes.
 // Protocol tgn reproduces the TGN authors' get_data() (quantile split times, 10% new
 // nodes removed from training, a new-node pass over val/test); tgl splits 70/15/15 by
-// event count; file takes a split column from the file (TGL's ext_roll). See docs/data.md.
+// event count; file takes a split column from the file (TGL's ext_roll); tgb is TGB's split
+// (tgn's quantile times, no held-out nodes). See docs/data.md.
 #pragma once
 
 #include <cstdint>
@@ -13,15 +14,15 @@
 
 namespace depbloom::data {
 
-enum class SplitProtocol { tgn, tgl, file };
+enum class SplitProtocol { tgn, tgl, file, tgb };
 
-const NameTable<SplitProtocol>& split_protocol_names();  // "tgn" | "tgl" | "file"
+const NameTable<SplitProtocol>& split_protocol_names();  // "tgn" | "tgl" | "file" | "tgb"
 const char* split_protocol_name(SplitProtocol protocol);
 
 struct SplitSpec {
   SplitProtocol protocol = SplitProtocol::tgn;
-  double val_quantile = 0.70;       // tgn: val starts after this timestamp quantile
-  double test_quantile = 0.85;      // tgn: test starts after this one
+  double val_quantile = 0.70;       // tgn, tgb: val starts after this timestamp quantile
+  double test_quantile = 0.85;      // tgn, tgb: test starts after this one
   double new_node_fraction = 0.10;  // tgn: share of all nodes held out of training
   double val_fraction = 0.15;       // tgl: share of events (by count) in val
   double test_fraction = 0.15;      // tgl: share in test
@@ -31,7 +32,7 @@ struct SplitSpec {
 // Event positions are indices into the (time-sorted) EventStream, ascending.
 struct ChronoSplit {
   SplitProtocol protocol = SplitProtocol::tgn;
-  double val_time = 0;   // tgn: val = val_time < ts <= test_time; test = ts > test_time
+  double val_time = 0;   // tgn, tgb: val = val_time < ts <= test_time; test = ts > test_time
   double test_time = 0;  // tgl/file: the first timestamp of val and of test
   std::vector<int64_t> train;
   std::vector<int64_t> val;

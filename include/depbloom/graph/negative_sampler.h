@@ -47,8 +47,8 @@ class TrainNegativeSampler {
   uint64_t seed_;
 };
 
-enum class EvalNegativeStrategy : uint8_t { random, historical, inductive };
-// "random" | "historical" | "inductive".
+enum class EvalNegativeStrategy : uint8_t { random, historical, inductive, tgb };
+// "random" | "historical" | "inductive" | "tgb".
 const NameTable<EvalNegativeStrategy>& eval_negative_strategy_names();
 const char* eval_negative_strategy_name(EvalNegativeStrategy strategy);
 
@@ -65,6 +65,8 @@ const char* eval_negative_strategy_name(EvalNegativeStrategy strategy);
 //                hist(u) \ now(u, t), then uniform draws from the destination range for the
 //                rest (the half-historical, half-random mix of TGB's evaluation sets).
 //   inductive:   the same with ind(u, t) in place of hist(u).
+//   tgb:         the event's row of stream.fixed_negatives (TGB's fixed sets, as given,
+//                data.tgb_negatives); k must equal stream.fixed_k.
 // Draws come from Philox keyed by (seed, negative_eval, split) at index i, so the negatives
 // of a split are fixed by the seed. When the range has fewer eligible nodes than k, the last
 // ones repeat (only on toy graphs). Pool slots come first in each row, random ones after.
