@@ -212,6 +212,13 @@ class GetTest(unittest.TestCase):
         self.assertEqual(r.returncode, 3, r.stderr)
         self.assertIn("differs from the first download", r.stderr)
 
+    def test_folder_not_made_by_get_is_left_alone(self):
+        os.makedirs(os.path.join(self.dir, "snap"))
+        r = self.get("snap")
+        self.assertEqual(r.returncode, 3, r.stderr)
+        self.assertIn("not made by get (no manifest.json); use another --dir", r.stderr)
+        self.assertEqual(self.server.requests, [])
+
     def test_from_file_needs_no_network(self):
         placed = os.path.join(self.tmp, "by-hand.txt")
         with open(placed, "wb") as f:

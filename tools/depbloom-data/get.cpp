@@ -61,7 +61,7 @@ bool reuse(const Dataset& d, const Places& p) {
   std::error_code ec;
   if (!fs::exists(p.manifest, ec)) {
     if (fs::exists(p.folder, ec))
-      DB_THROW(data, "{}: exists without manifest.json (not made by get); move it away first",
+      DB_THROW(data, "{}: exists but was not made by get (no manifest.json); use another --dir",
                p.folder.string());
     return false;
   }
