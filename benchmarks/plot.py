@@ -2,6 +2,8 @@
 """Plots of the speed-up suite (benchmarks/speedup.sh) and of single runs.
 
   benchmarks/plot.py [benchmarks/results/speedup.json] [-o DIR]
+      time_to_target.png  time to one device's accuracy against P per configuration
+                   (GPU modelled solid, CPU measured or modelled dashed)
       speedup.png  speed-up over strict at the same P, per dataset (measured solid,
                    modelled dashed)
       ap.png       test AP (per-batch mean) per configuration and P
@@ -22,9 +24,9 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402  (the backend is chosen first)
 import matplotlib.ticker  # noqa: E402
 
-CONFIGS = ("strict", "strict+refine", "strict+pipeline", "depbloom", "depbloom+refine+pipeline")
+CONFIGS = ("strict", "strict-600", "depbloom", "depbloom-op")
 DATASETS = ("wiki", "reddit", "wikitalk")
-COLOURS = dict(zip(CONFIGS, ("#444444", "#1f77b4", "#2ca02c", "#d62728", "#9467bd")))
+COLOURS = dict(zip(CONFIGS, ("#444444", "#1f77b4", "#2ca02c", "#d62728")))
 DPI = 80
 # A step's stages in the order they run (metrics.jsonl's stage_s holds them sorted by name).
 STAGES = ("sample", "gather", "memory_update", "refine", "embed", "loss", "backward", "reduce",
@@ -71,6 +73,24 @@ def plot_speedup(groups, path):
         ax.set_xticks(sorted({g["ranks"] for g in groups}))
     first = next(iter(axes.values()))
     first.set_ylabel("strict epoch time / config's", fontsize=8)
+    first.legend(fontsize=6, loc="best")
+    save(fig, path)
+
+
+def plot_time_to_target(entries, path):
+    fig, axes = panels(entries, "time to one device's accuracy (GPU modelled: solid; CPU: dashed)")
+    for (d, m), ax in axes.items():
+        for c in CONFIGS:
+            for key, style in (("modelled_gpu_seconds", "o-"), ("cpu_seconds", "x--")):
+                x, y = series(entries, d, m, c, key)
+                if x:
+                    ax.plot(x, y, style, color=COLOURS[c], lw=1.2, ms=4,
+                            label=f"{c} ({'GPU' if key.startswith('modelled') else 'CPU'})")
+        ax.set_yscale("log")
+        ax.set_xlabel("ranks P", fontsize=8)
+        ax.set_xticks(sorted({e["ranks"] for e in entries}))
+    first = next(iter(axes.values()))
+    first.set_ylabel("seconds to target", fontsize=8)
     first.legend(fontsize=6, loc="best")
     save(fig, path)
 
@@ -155,6 +175,9 @@ def plot_suite(json_path, out_dir):
     data = json.load(open(json_path))
     groups = [g for g in data["summary"] if g["status"] == "ran" or g.get("modelled_epoch_seconds")]
     os.makedirs(out_dir, exist_ok=True)
+    reached = [e for e in data.get("time_to_target", []) if e.get("reached")]
+    if reached:
+        plot_time_to_target(reached, os.path.join(out_dir, "time_to_target.png"))
     plot_speedup(groups, os.path.join(out_dir, "speedup.png"))
     plot_bars(groups, "test_ap_batch_mean", "test AP (per-batch mean)", "test AP per configuration",
               os.path.join(out_dir, "ap.png"))
