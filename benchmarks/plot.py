@@ -8,8 +8,8 @@
                    modelled dashed)
       ap.png       test AP (per-batch mean) per configuration and P
       bytes.png    bytes exchanged per epoch (all collectives) per configuration and P
-      stages.png   one training step's stages, stacked: strict against depbloom (and the
-                   pipelined configurations once they run), measured and modelled
+      stages.png   one training step's stages, stacked: strict, depbloom and depbloom-op,
+                   measured and modelled
   benchmarks/plot.py runs/<dir> [-o FILE]
       loss and validation AP per epoch of any depbloom-train run (default runs/<dir>/curves.png)
 Matplotlib with the Agg backend: no display is needed."""
@@ -130,7 +130,8 @@ def stacked(ax, bars, stages, ylabel):
 def plot_stages(data, path):
     """One step of the largest P that ran without oversubscription, first dataset and model:
     measured on this machine's CPU ranks, and beside it (its own scale) the modelled step."""
-    runs = [r for r in data["runs"] if r.get("stage_seconds_per_step") and not r["oversubscribed"]]
+    runs = [r for r in data["runs"] if r.get("stage_seconds_per_step") and not r["oversubscribed"]
+            and r["config"] in CONFIGS]
     if not runs:
         print("[plot] no run with stage times: stages.png not drawn", file=sys.stderr)
         return
@@ -139,7 +140,7 @@ def plot_stages(data, path):
     pick = sorted((r for r in runs if (r["dataset"], r["model"], r["ranks"]) == (d, m, p)
                    and r["seed"] == runs[0]["seed"]), key=lambda r: CONFIGS.index(r["config"]))
     measured = [(r["config"], r["stage_seconds_per_step"]) for r in pick
-                if r["config"] in ("strict", "depbloom", "strict+pipeline", "depbloom+refine+pipeline")]
+                if r["config"] in ("strict", "depbloom", "depbloom-op")]
     modelled = []
     for r in pick:
         mod, steps = r.get("modelled") or {}, (r.get("plan") or {}).get("steps")

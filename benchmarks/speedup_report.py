@@ -179,8 +179,9 @@ def aggregate(rows):
         s = base.get((g["dataset"], g["model"], g["ranks"]), {})
         g["speedup_vs_strict"] = ratio(s.get("train_seconds_per_epoch"), g["train_seconds_per_epoch"])
         g["modelled_speedup_vs_strict"] = ratio(s.get("modelled_epoch_seconds"), g["modelled_epoch_seconds"])
-    order = lambda g: (DATASETS.index(g["dataset"]) if g["dataset"] in DATASETS else len(DATASETS),
-                       g["dataset"], g["model"], g["ranks"], CONFIGS.index(g["config"]))
+    position = lambda names, x: names.index(x) if x in names else len(names)
+    order = lambda g: (position(DATASETS, g["dataset"]), g["dataset"], g["model"], g["ranks"],
+                       position(CONFIGS, g["config"]), g["config"])
     return sorted(out, key=order)
 
 
@@ -335,7 +336,12 @@ def summarise(a):
         w = csv.DictWriter(f, fieldnames=CSV_FIELDS)
         w.writeheader()
         w.writerows(csv_row(r, head) for r in rows)
+    chosen = time_to_target.choose(to_target)
+    if chosen:
+        head["operating_points"] = [{"dataset": d, "model": m, "chosen": g["chosen"]}
+                                    for (d, m), g in chosen.items()]
     table = ("## Time to single-device accuracy\n\n" + time_to_target.markdown(to_target, goals, head)
+             + ("\n## Operating-point grid\n" + time_to_target.grid_markdown(chosen) if chosen else "")
              + "\n## Epoch time and traffic\n\n" + markdown(groups, head))
     open(stem + ".md", "w").write(table)
     print(table)

@@ -107,6 +107,48 @@ def headline(rows):
     return sorted(out, key=order), goals
 
 
+def grid_cell(config):
+    """(k, m) of a grid configuration "op-kK-mM", else None."""
+    if not config.startswith("op-k"):
+        return None
+    k, m = config[4:].split("-m")
+    return int(k), int(m)
+
+
+def choose(entries):
+    """Per (dataset, model): the grid cell with the shortest modelled GPU time to target
+    among those whose mean best validation AP reaches the target (ties: the smaller k, then
+    the smaller m), with the grid it was chosen from; {} without grid entries."""
+    grids = {}
+    for e in entries:
+        if grid_cell(e["config"]) and e.get("target") is not None:
+            grids.setdefault((e["dataset"], e["model"]), []).append(e)
+    out = {}
+    for key, cells in grids.items():
+        ok = [e for e in cells if e["best_val_ap"] is not None and e["best_val_ap"] >= e["target"]
+              and e.get("modelled_gpu_seconds") is not None]
+        best = min(ok, key=lambda e: (e["modelled_gpu_seconds"], grid_cell(e["config"])),
+                   default=None)
+        out[key] = {"chosen": best and grid_cell(best["config"]), "cells": cells}
+    return out
+
+
+def grid_markdown(chosen):
+    lines = []
+    for (d, m), g in sorted(chosen.items()):
+        pick = g["chosen"]
+        lines += ["", f"{d}, {m}: chosen " + (f"k = {pick[0]}, m = {pick[1]}" if pick else
+                                               "none (no cell's mean best validation AP reaches the target)"),
+                  "", "| k | m | P | mean best val AP | target | reached | epochs to target "
+                  "| GPU s to target (modelled) | test AP at best val |", "|---|---|---|---|---|---|---|---|---|"]
+        for e in sorted(g["cells"], key=lambda e: grid_cell(e["config"])):
+            k, mm = grid_cell(e["config"])
+            lines.append(f"| {k} | {mm} | {e['ranks']} | {fixed(e['best_val_ap'], 4)} | {e['target']:.4f} "
+                         f"| {e['reached']} of {e['seeds']} | {fixed(e['epochs_to_target'], 1)} "
+                         f"| {fixed(e['modelled_gpu_seconds'], 3)} | {fixed(e['test_ap_at_best_val'], 4)} |")
+    return "\n".join(lines) + "\n"
+
+
 def markdown(entries, goals, head):
     lines = [f"Target: one device's (P = 1 `strict`, batch 600) mean best validation per-batch AP "
              f"over its first E_ref epochs (TGN 5, JODIE 10, APAN 10, or the epochs run when fewer), "

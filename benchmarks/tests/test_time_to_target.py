@@ -66,6 +66,21 @@ class TimeToTargetTest(unittest.TestCase):
         self.assertIn("no reference run", ttt.markdown(entries, goals, {"epochs": 1, "cores": 2,
                                                                        "profile": "x"}))
 
+    def test_the_grid_chooses_the_fastest_cell_reaching_the_target(self):
+        ref = [0.80, 0.85, 0.90, 0.90, 0.90]  # target 0.895
+        rows = [row("strict", 1, ref, gpu=1.0),
+                row("op-k2-m1", 8, [0.85, 0.90, 0.91], gpu=0.3),    # 2 epochs: 0.6 s
+                row("op-k2-m2", 8, [0.89, 0.90, 0.91], gpu=0.3),    # 2 epochs: 0.6 s, tie
+                row("op-k4-m4", 8, [0.90, 0.91, 0.92], gpu=0.7),    # 1 epoch: 0.7 s
+                row("op-k8-m8", 8, [0.70, 0.80, 0.85], gpu=0.05)]   # never reaches it
+        entries, _ = ttt.headline(rows)
+        chosen = ttt.choose(entries)[("wiki", "tgn")]
+        self.assertEqual(chosen["chosen"], (2, 1))  # the tie goes to the smaller m
+        self.assertEqual(len(chosen["cells"]), 4)
+        self.assertIn("chosen k = 2, m = 1", ttt.grid_markdown({("wiki", "tgn"): chosen}))
+        rows[1:3] = [row("op-k2-m1", 8, [0.5] * 3, gpu=0.1)]
+        self.assertEqual(ttt.choose(ttt.headline(rows)[0])[("wiki", "tgn")]["chosen"], (4, 4))
+
 
 if __name__ == "__main__":
     unittest.main()
