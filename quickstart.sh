@@ -10,7 +10,8 @@ cd "$(dirname "${BASH_SOURCE[0]}")"
 PACKAGES=(build-essential cmake pkg-config git ca-certificates
   libopenblas-openmp-dev libyaml-cpp-dev libcli11-dev libspdlog-dev libfmt-dev libgtest-dev
   libbenchmark-dev nlohmann-json3-dev libopenmpi-dev openmpi-bin libmetis-dev ninja-build
-  clang libclang-rt-14-dev libomp-14-dev python3-matplotlib clang-tidy python3-pyflakes)
+  clang libclang-rt-14-dev libomp-14-dev python3-matplotlib clang-tidy python3-pyflakes
+  libcurl4-openssl-dev python3-numpy)
 JOBS=${DEPBLOOM_JOBS:-$(nproc)}
 BUILD=${DEPBLOOM_BUILD_DIR:-build}
 

@@ -2,12 +2,14 @@
 """Plots of the speed-up suite (benchmarks/speedup.sh) and of single runs.
 
   benchmarks/plot.py [benchmarks/results/speedup.json] [-o DIR]
+      time_to_target.png  time to one device's accuracy against P per configuration
+                   (GPU modelled solid, CPU measured or modelled dashed)
       speedup.png  speed-up over strict at the same P, per dataset (measured solid,
                    modelled dashed)
       ap.png       test AP (per-batch mean) per configuration and P
       bytes.png    bytes exchanged per epoch (all collectives) per configuration and P
-      stages.png   one training step's stages, stacked: strict against depbloom (and the
-                   pipelined configurations once they run), measured and modelled
+      stages.png   one training step's stages, stacked: strict, depbloom and depbloom-op,
+                   measured and modelled
   benchmarks/plot.py runs/<dir> [-o FILE]
       loss and validation AP per epoch of any depbloom-train run (default runs/<dir>/curves.png)
 Matplotlib with the Agg backend: no display is needed."""
@@ -22,9 +24,9 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402  (the backend is chosen first)
 import matplotlib.ticker  # noqa: E402
 
-CONFIGS = ("strict", "strict+refine", "strict+pipeline", "depbloom", "depbloom+refine+pipeline")
+CONFIGS = ("strict", "strict-600", "depbloom", "depbloom-op")
 DATASETS = ("wiki", "reddit", "wikitalk")
-COLOURS = dict(zip(CONFIGS, ("#444444", "#1f77b4", "#2ca02c", "#d62728", "#9467bd")))
+COLOURS = dict(zip(CONFIGS, ("#444444", "#1f77b4", "#2ca02c", "#d62728")))
 DPI = 80
 # A step's stages in the order they run (metrics.jsonl's stage_s holds them sorted by name).
 STAGES = ("sample", "gather", "memory_update", "refine", "embed", "loss", "backward", "reduce",
@@ -75,6 +77,24 @@ def plot_speedup(groups, path):
     save(fig, path)
 
 
+def plot_time_to_target(entries, path):
+    fig, axes = panels(entries, "time to one device's accuracy (GPU modelled: solid; CPU: dashed)")
+    for (d, m), ax in axes.items():
+        for c in CONFIGS:
+            for key, style in (("modelled_gpu_seconds", "o-"), ("cpu_seconds", "x--")):
+                x, y = series(entries, d, m, c, key)
+                if x:
+                    ax.plot(x, y, style, color=COLOURS[c], lw=1.2, ms=4,
+                            label=f"{c} ({'GPU' if key.startswith('modelled') else 'CPU'})")
+        ax.set_yscale("log")
+        ax.set_xlabel("ranks P", fontsize=8)
+        ax.set_xticks(sorted({e["ranks"] for e in entries}))
+    first = next(iter(axes.values()))
+    first.set_ylabel("seconds to target", fontsize=8)
+    first.legend(fontsize=6, loc="best")
+    save(fig, path)
+
+
 def plot_bars(groups, key, ylabel, title, path, scale=1.0):
     fig, axes = panels(groups, title)
     ranks = sorted({g["ranks"] for g in groups})
@@ -110,7 +130,8 @@ def stacked(ax, bars, stages, ylabel):
 def plot_stages(data, path):
     """One step of the largest P that ran without oversubscription, first dataset and model:
     measured on this machine's CPU ranks, and beside it (its own scale) the modelled step."""
-    runs = [r for r in data["runs"] if r.get("stage_seconds_per_step") and not r["oversubscribed"]]
+    runs = [r for r in data["runs"] if r.get("stage_seconds_per_step") and not r["oversubscribed"]
+            and r["config"] in CONFIGS]
     if not runs:
         print("[plot] no run with stage times: stages.png not drawn", file=sys.stderr)
         return
@@ -119,7 +140,7 @@ def plot_stages(data, path):
     pick = sorted((r for r in runs if (r["dataset"], r["model"], r["ranks"]) == (d, m, p)
                    and r["seed"] == runs[0]["seed"]), key=lambda r: CONFIGS.index(r["config"]))
     measured = [(r["config"], r["stage_seconds_per_step"]) for r in pick
-                if r["config"] in ("strict", "depbloom", "strict+pipeline", "depbloom+refine+pipeline")]
+                if r["config"] in ("strict", "depbloom", "depbloom-op")]
     modelled = []
     for r in pick:
         mod, steps = r.get("modelled") or {}, (r.get("plan") or {}).get("steps")
@@ -155,6 +176,9 @@ def plot_suite(json_path, out_dir):
     data = json.load(open(json_path))
     groups = [g for g in data["summary"] if g["status"] == "ran" or g.get("modelled_epoch_seconds")]
     os.makedirs(out_dir, exist_ok=True)
+    reached = [e for e in data.get("time_to_target", []) if e.get("reached")]
+    if reached:
+        plot_time_to_target(reached, os.path.join(out_dir, "time_to_target.png"))
     plot_speedup(groups, os.path.join(out_dir, "speedup.png"))
     plot_bars(groups, "test_ap_batch_mean", "test AP (per-batch mean)", "test AP per configuration",
               os.path.join(out_dir, "ap.png"))

@@ -95,6 +95,7 @@ run() {
   local model=$1 dataset=$2 data=$3 batch=$4 m=$5 ep=$6 seed=$7 eval_set=() weight=0
   local dir=$runs/$model-$dataset-b$batch-m$m-e$ep-s$seed
   if finished_run "$dir"; then log "$dir: finished before, kept"; return; fi
+  rm -rf "$dir"  # a cut-off run's metrics.jsonl would be appended to
   local eval_size=$eval_batch
   [[ $eval_batch != train ]] || eval_size=$batch
   [[ -z $eval_size ]] || eval_set=(--set "eval.batch_size=$eval_size")

@@ -1,33 +1,48 @@
 #!/usr/bin/env bash
-# The speed-up suite (docs/benchmarks.md): epoch time and test AP of `strict` against the
-# DepBloom strategy and each technique on CPU ranks, as ranks are added. Configurations:
-# strict; strict + refinement; strict + pipeline; depbloom (metis); depbloom + refinement +
-# pipeline. train.batch_size = P x 600, partition.window_steps = 8, refine.micro_batches = 4.
-# A configuration the binary cannot run yet (pipeline.enabled before issue 18, or any whose
-# --plan ends in a config error) is listed as not available, not run. Per run: epoch time, events/s, test AP
-# (per-batch mean, transductive and new node), collectives and bytes per epoch, the plan's
-# statistics, achieved GFLOP/s (the plan's exact GEMM FLOPs) and its share of this machine's
-# SGEMM peak, and, where `--plan --profile` exists, the cost model's epoch time (labelled
-# modelled). Runs with more ranks than cores are oversubscribed: AP and counts exact, no
-# speed reported. Writes OUT_DIR/speedup.json, .csv (one row per run) and .md; prints the
-# table. Every row is then checked against its run's metrics.jsonl and the plan's forecast,
-# and P = 1 strict against P = 1 depbloom (the same AP); a mismatch exits 1.
+# The speed-up suite (docs/benchmarks.md): time to single-device accuracy, and epoch time,
+# traffic and test AP, of `strict` against DepBloom on CPU ranks as ranks are added.
+# Configurations, all with the pipeline on (pipeline.enabled):
+#   strict        strict at a global batch of P x 600 (the usual practice)
+#   strict-600    strict at a global batch of 600 (one device's semantics on P devices; at
+#                 P = 1 it is `strict`, not run twice)
+#   depbloom      depbloom (metis, partition.window_steps 8) at P x 600
+#   depbloom-op   DepBloom's operating point: configs/depbloom-MODEL-DATA.yaml (written for
+#                 P = 8: its train.batch_size / 8 is each rank's k x 600, with refinement and
+#                 its learning-rate rule), at P x k x 600
+# strict and depbloom at P > 1 take the preset's train.lr_scaling and train.warmup_steps.
+# Every configuration trains 2 x E_ref epochs (TGN 5, JODIE 10, APAN 10), no early stop. The
+# target: P = 1 strict's mean best validation AP over its first E_ref epochs, minus 0.005;
+# per configuration the epochs, steps and seconds to it (measured where P <= cores, modelled
+# on cpu-here beyond; modelled on --profile for the GPU headline) (time_to_target.py). Runs
+# with more ranks than cores are oversubscribed: AP and counts exact, no speed reported.
+# Writes OUT_DIR/speedup.json, .csv (one row per run) and .md; prints the tables. Every row is
+# then checked against its run's metrics.jsonl and the plan's forecast, and P = 1 strict
+# against P = 1 depbloom (the same AP); a mismatch exits 1.
 #
 #   benchmarks/speedup.sh [--smoke | --quick] [--build DIR] [--out-dir DIR] [--work DIR]
 #                         [--models tgn,jodie,apan] [--datasets wiki,reddit,wikitalk]
 #                         [--ranks 1,2,4,8] [--epochs N] [--seeds N] [--scale S]
-#                         [--refine-m M] [--profile NAME] [--max-gib G] [--model-only]
+#                         [--profile NAME] [--max-gib G] [--model-only] [--resume DIR]
 #
-#   (full)       TGN, JODIE, APAN; WIKI, REDDIT and WIKI-TALK shapes at scale 1; P = 1, 2,
-#                4, 8; 3 epochs; 3 seeds (days on 2 cores)
-#   --quick      TGN; WIKI and REDDIT at scale 0.1; P = 1, 2, 4; 1 epoch; 1 seed
+#   (full)       TGN, JODIE, APAN; WIKI and the REDDIT shape at scale 0.25; P = 1, 2, 4, 8;
+#                2 x E_ref epochs; 3 seeds (many hours on 2 cores: use --resume)
+#   --quick      TGN; WIKI; P = 1, 2, 4; 3 epochs (the target from its own P = 1 run); 1 seed
 #   --smoke      TGN; the first 6,000 WIKI events; P = 1, 2; 1 epoch; 1 seed (CI)
+#   --epochs N   every run trains N epochs (E_ref becomes min(E_ref, N))
 #   --build DIR  holds depbloom-train, depbloom-data, benchmarks/bench_gemm (default build)
 #   --out-dir    default benchmarks/results;  --work: run folders, default runs/speedup
 #   --scale S    the synthetic shapes' depbloom-data synth --scale
-#   --profile    the cost model's device profile (default h200-nvlink, configs/devices/)
+#   --profile    the cost model's GPU profile (default h200-nvlink, configs/devices/)
 #   --max-gib G  refuse runs whose estimated memory exceeds G GiB (default 20)
 #   --model-only the plans and the cost model's columns, no training (seconds, not hours)
+#   --grid       instead of the four configurations: the operating point's grid at the
+#                largest of --ranks (default 8): depbloom-op with each rank's k x 600, k in
+#                {2, 4, 8}, and refinement m in {k/2, k} (configs op-kK-mM), beside P = 1
+#                strict for the target; the report chooses the (k, m) with the shortest
+#                modelled GPU time to target among those whose mean best validation AP
+#                reaches it (ties: the smaller k). Set the chosen pair in the preset.
+#   --resume DIR continue the cut-off suite whose run folder (with manifest.tsv) is DIR: the
+#                runs it finished are kept, the rest run; the tables cover them all
 set -euo pipefail
 
 here=$(pwd)
@@ -35,21 +50,23 @@ root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 tag=speedup
 source "$root/benchmarks/bench_common.sh"
 
-mode=full models=tgn,jodie,apan datasets=wiki,reddit,wikitalk ranks=1,2,4,8 epochs=3 seeds=3
-scale=1 max_events=0 refine_m=4 profile=h200-nvlink max_gib=20 model_only=no
+mode=full models=tgn,jodie,apan datasets=wiki,reddit ranks=1,2,4,8 epochs=2xref seeds=3
+scale=0.25 max_events=0 profile=h200-nvlink max_gib=20 model_only=no resume="" grid=no
 build=build out_dir=$root/benchmarks/results work=$root/runs/speedup
 overrides=()
 while [[ $# -gt 0 ]]; do
   case $1 in
     --smoke) mode=smoke models=tgn datasets=wiki ranks=1,2 epochs=1 seeds=1 max_events=6000 ;;
-    --quick) mode=quick models=tgn datasets=wiki,reddit ranks=1,2,4 epochs=1 seeds=1 scale=0.1 ;;
+    --quick) mode=quick models=tgn datasets=wiki ranks=1,2,4 epochs=3 seeds=1 ;;
     --model-only) model_only=yes ;;
+    --grid) grid=yes ;;
     --build) build=$2; shift ;;
     --out-dir) out_dir=$(absolute "$2"); shift ;;
     --work) work=$(absolute "$2"); shift ;;
-    --models | --datasets | --ranks | --epochs | --seeds | --scale | --refine-m | --profile | --max-gib)
+    --resume) resume=$(cd "$(absolute "$2")" && pwd) || exit 2; shift ;;
+    --models | --datasets | --ranks | --epochs | --seeds | --scale | --profile | --max-gib)
       overrides+=("$1" "$2"); shift ;;
-    -h | --help) sed -n '2,30p' "$0"; exit 0 ;;
+    -h | --help) sed -n '2,41p' "$0"; exit 0 ;;
     *) echo "unknown option $1 (see --help)" >&2; exit 2 ;;
   esac
   shift
@@ -59,80 +76,101 @@ for ((i = 0; i < ${#overrides[@]}; i += 2)); do
   v=${overrides[i + 1]}
   case ${overrides[i]} in
     --models) models=$v ;; --datasets) datasets=$v ;; --ranks) ranks=$v ;; --epochs) epochs=$v ;;
-    --seeds) seeds=$v ;; --scale) scale=$v ;; --refine-m) refine_m=$v ;; --profile) profile=$v ;;
-    --max-gib) max_gib=$v ;;
+    --seeds) seeds=$v ;; --scale) scale=$v ;; --profile) profile=$v ;; --max-gib) max_gib=$v ;;
   esac
 done
 
+grid_p=$(tr ',' '\n' <<<"$ranks" | sort -n | tail -1)
 use_build "$build" mpi
 start_runs "$out_dir"
 
-# What this binary can do: the pipeline key (issue 18) and the cost model's --profile.
-probe=(--config configs/tgn-wiki.yaml --plan --ranks 2 --set data.max_events=2000)
-pipeline=no modelled=no
-"$train" "${probe[@]}" --set pipeline.enabled=true >/dev/null 2>&1 && pipeline=yes
-"$train" "${probe[@]}" --profile "$profile" >/dev/null 2>&1 && modelled=yes
-log "pipeline: $pipeline; cost model --profile $profile: $modelled; refine.micro_batches = $refine_m"
-[[ $pipeline == yes ]] ||
-  log "strict+pipeline, depbloom+refine+pipeline: not available (no pipeline.enabled key); modelled only"
+modelled=no
+"$train" --config configs/tgn-wiki.yaml --plan --ranks 2 --set data.max_events=2000 \
+  --profile "$profile" >/dev/null 2>&1 && modelled=yes
+log "cost model --profile $profile: $modelled; epochs: $epochs"
 
-# configuration name -> its --set options
-declare -A config_sets=(
-  [strict]="strategy.name=strict"
-  [strict+refine]="strategy.name=strict refine.micro_batches=$refine_m"
-  [strict+pipeline]="strategy.name=strict pipeline.enabled=true"
-  [depbloom]="strategy.name=depbloom partition.method=metis"
-  [depbloom+refine+pipeline]="strategy.name=depbloom partition.method=metis refine.micro_batches=$refine_m pipeline.enabled=true"
-)
-configs="strict strict+refine strict+pipeline depbloom depbloom+refine+pipeline"
+# E_ref per model (time_to_target.py's E_REF) and the epochs each run trains.
+declare -A e_ref=([tgn]=5 [jodie]=10 [apan]=10)
+run_epochs() { [[ $epochs == 2xref ]] && echo $((2 * ${e_ref[$1]:-5})) || echo "$epochs"; }
+
+# The operating point's preset of MODEL on DATASET, and one of its train keys.
+preset_file() {
+  local data=$2
+  [[ $data == wiki ]] || data=synth-$data
+  echo "configs/depbloom-$1-$data.yaml"
+}
+preset_key() {
+  local v
+  v=$(grep -m1 -oP "^[\s-]*$2:\s*\K[^\s#]+" "$1") || v=$3
+  tr -d "'\"" <<<"$v"
+}
 
 status=0
-# run DATASET DATA MODEL P CONFIG SEED: the plan (and the model's), then one training run.
+# run DATASET DATA MODEL P CONFIG SEED: the plans (and the cost model's), then one training run.
 run() {
   local dataset=$1 data=$2 model=$3 p=$4 config=$5 seed=$6 rc=0
-  local dir=$runs/$dataset-$model-p$p-$config-s$seed threads
+  local dir=$runs/$dataset-$model-p$p-$config-s$seed threads preset batch=$((p * 600))
   threads=$(rank_threads "$p")
-  local sets=(--set partition.window_steps=8 --set "train.batch_size=$((p * 600))"
-    --set "train.epoch=$epochs" --set train.patience=0 --set "data.max_events=$max_events"
-    --set run.checkpoint=false --set run.progress=false)
-  local unavailable=""
-  for s in ${config_sets[$config]}; do
-    # Without the pipeline key the configuration is not run, but the cost model still
-    # gives its pipelined epoch from the plan without the key.
-    if [[ $s == pipeline.enabled=true && $pipeline == no ]]; then
-      unavailable="not available: no pipeline.enabled key in this build (issue 18)"
-      continue
-    fi
-    sets+=(--set "$s")
-  done
-  local base=(--config "configs/$model-wiki.yaml" --data "$data" "${sets[@]}")
-  mkdir -p "$dir"
-  if ! "$train" "${base[@]}" --plan --ranks "$p" >"$dir/plan.json" 2>"$dir/plan.log"; then
-    record "$dataset" "$model" "$p" "$config" "$seed" "$threads" "$dir" \
-      "not available: $(grep -m1 -i error "$dir/plan.log" | sed 's/.*\] //' | tr '\t' ' ')"
+  if awk -F'\t' -v d="$dir" '$(NF - 1) == d && $NF == "exit 0" { f = 1 } END { exit !f }' "$manifest"; then
+    log "$dir: finished before, kept"
     return
   fi
-  [[ $modelled == no ]] ||
+  rm -rf "$dir"  # a cut-off run's metrics.jsonl would be appended to
+  preset=$(preset_file "$model" "$dataset")
+  local config_file=configs/$model-wiki.yaml
+  local sets=(--set pipeline.enabled=true --set partition.window_steps=8
+    --set "train.epoch=$(run_epochs "$model")" --set train.patience=0
+    --set "data.max_events=$max_events" --set run.checkpoint=false --set run.progress=false)
+  if [[ ! -e $preset ]]; then
+    record "$dataset" "$model" "$p" "$config" "$seed" "$threads" "$batch" "$dir" "not available: no $preset"
+    return
+  fi
+  local rule=(--set "train.lr_scaling=$(preset_key "$preset" lr_scaling none)"
+    --set "train.warmup_steps=$(preset_key "$preset" warmup_steps 0)")
+  ((p > 1)) || rule=()
+  case $config in
+    strict) sets+=(--set strategy.name=strict "${rule[@]}") ;;
+    strict-600) batch=600; sets+=(--set strategy.name=strict) ;;
+    depbloom) sets+=(--set strategy.name=depbloom --set partition.method=metis "${rule[@]}") ;;
+    depbloom-op)
+      config_file=$preset
+      batch=$((p * $(preset_key "$preset" batch_size 4800) / 8)) ;;
+    op-k*-m*)  # a grid cell: the preset at k x 600 per rank and refinement m
+      local k=${config#op-k} m=${config##*-m}
+      k=${k%%-*}
+      config_file=$preset batch=$((p * k * 600))
+      sets+=(--set "refine.micro_batches=$m") ;;
+  esac
+  sets+=(--set "train.batch_size=$batch")
+  local base=(--config "$config_file" --data "$data" "${sets[@]}")
+  mkdir -p "$dir"
+  if ! "$train" "${base[@]}" --plan --ranks "$p" >"$dir/plan.json" 2>"$dir/plan.log"; then
+    record "$dataset" "$model" "$p" "$config" "$seed" "$threads" "$batch" "$dir" \
+      "not available: $(cat "$dir/plan.log" "$dir/plan.json" | grep -m1 -i error | sed 's/.*\] //' | tr '\t' ' ')"
+    return
+  fi
+  if [[ $modelled == yes ]]; then
     "$train" "${base[@]}" --plan --ranks "$p" --profile "$profile" >"$dir/model.json" 2>>"$dir/plan.log" || true
-  [[ $model_only == no ]] || unavailable=${unavailable:-"not run (--model-only)"}
-  if [[ -n $unavailable ]]; then
-    record "$dataset" "$model" "$p" "$config" "$seed" "$threads" "$dir" "$unavailable"
+    "$train" "${base[@]}" --plan --ranks "$p" --profile cpu-here >"$dir/model-cpu.json" 2>>"$dir/plan.log" || true
+  fi
+  if [[ $model_only == yes ]]; then
+    record "$dataset" "$model" "$p" "$config" "$seed" "$threads" "$batch" "$dir" "not run (--model-only)"
     return
   fi
   local gib
   gib=$(report speedup estimate --data "$data" --config "configs/$model-wiki.yaml" --ranks "$p" \
-    --batch $((p * 600)) --max-events "$max_events")
+    --batch "$batch" --max-events "$max_events")
   if python3 -c "import sys; sys.exit(0 if float('$gib') > float('$max_gib') else 1)"; then
     log "$dataset $model P=$p $config: estimated $gib GiB > $max_gib GiB, refused"
-    record "$dataset" "$model" "$p" "$config" "$seed" "$threads" "$dir" "refused: estimated $gib GiB > $max_gib GiB"
+    record "$dataset" "$model" "$p" "$config" "$seed" "$threads" "$batch" "$dir" "refused: estimated $gib GiB > $max_gib GiB"
     return
   fi
   local launch=()
   [[ $p -gt 1 ]] && launch=(--ranks "$p")
-  log "$dataset $model P=$p $config seed $seed ($threads threads/rank) into $dir"
+  log "$dataset $model P=$p $config (batch $batch) seed $seed ($threads threads/rank) into $dir"
   train_into "$dir" "${base[@]}" "${launch[@]}" --device cpu --threads "$threads" \
     --seed "$seed" || rc=$?
-  record "$dataset" "$model" "$p" "$config" "$seed" "$threads" "$dir" "exit $rc"
+  record "$dataset" "$model" "$p" "$config" "$seed" "$threads" "$batch" "$dir" "exit $rc"
 }
 
 start=$SECONDS
@@ -141,8 +179,18 @@ for dataset in ${datasets//,/ }; do
   data=$(dataset_data "$dataset" "$scale") || { status=1; continue; }
   for model in ${models//,/ }; do
     for ((seed = 0; seed < seeds; ++seed)); do
+      if [[ $grid == yes ]]; then
+        run "$dataset" "$data" "$model" 1 strict "$seed"
+        for k in 2 4 8; do
+          for m in $((k / 2)) "$k"; do run "$dataset" "$data" "$model" "$grid_p" "op-k$k-m$m" "$seed"; done
+        done
+        continue
+      fi
       for p in ${ranks//,/ }; do
-        for config in $configs; do run "$dataset" "$data" "$model" "$p" "$config" "$seed"; done
+        for config in strict strict-600 depbloom depbloom-op; do
+          [[ $p -gt 1 || $config != strict-600 ]] || continue  # at P = 1 it is strict
+          run "$dataset" "$data" "$model" "$p" "$config" "$seed"
+        done
       done
     done
   done
@@ -155,7 +203,7 @@ if [[ $mode != smoke && $model_only == no && -x $build/benchmarks/bench_gemm ]];
     --benchmark_min_time=0.3 >"$peak" 2>/dev/null || rm -f "$peak"
 fi
 report speedup summarise --manifest "$manifest" --out-dir "$out_dir" --mode "$mode" --cores "$cores" \
-  --epochs "$epochs" --max-events "$max_events" --scale "$scale" --refine-m "$refine_m" \
-  --profile "$profile" --modelled "$modelled" --pipeline "$pipeline" --gemm "$peak" \
+  --epochs "$epochs" --max-events "$max_events" --scale "$scale" \
+  --profile "$profile" --modelled "$modelled" --gemm "$peak" \
   --seconds $((SECONDS - start)) --commit "$head" || status=1
 exit $status

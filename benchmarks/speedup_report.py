@@ -1,6 +1,7 @@
 """speedup.sh's arithmetic. `estimate`: a run's memory in GiB, before it starts.
-`summarise`: the run folders of a manifest into speedup.json, .csv and .md, then every row
-checked against its run's metrics.jsonl and plan; exit 1 on a mismatch or a failed run.
+`summarise`: the run folders of a manifest into speedup.json, .csv and .md (the time to
+single-device accuracy first, time_to_target.py; then epoch times and traffic), then every
+row checked against its run's metrics.jsonl and plan; exit 1 on a mismatch or a failed run.
 `check`: that check again on written files."""
 import argparse
 import csv
@@ -12,53 +13,13 @@ import re
 import statistics
 import sys
 
+import time_to_target
+from run_memory import estimate_gib
 from bench_metrics import (COLLECTIVE_KINDS as KINDS, cpu_model, fixed, known_mean, run_device,
                            run_metrics, utc_now, write_json)
 
-CONFIGS = ("strict", "strict+refine", "strict+pipeline", "depbloom", "depbloom+refine+pipeline")
+CONFIGS = time_to_target.HEADLINE
 DATASETS = ("wiki", "reddit", "wikitalk")
-GIB = float(1 << 30)
-
-
-# --- estimate ---------------------------------------------------------------------------
-
-def stream_shape(data, max_events):
-    """(events, nodes, edge features) of a depbloom-data folder or a JODIE-style CSV."""
-    if os.path.isdir(data):
-        meta = json.load(open(os.path.join(data, "meta.json")))
-        events, nodes, dim = meta["num_events"], meta["num_nodes"], meta["edge_dim"]
-    else:
-        events, top, dim = 0, 0, 0
-        with open(data) as f:
-            next(f)
-            for line in f:
-                cols = line.split(",")
-                events, top, dim = events + 1, max(top, int(cols[0]), int(cols[1])), len(cols) - 4
-        nodes = top + 1
-    return (min(events, max_events) if max_events > 0 else events), nodes, dim
-
-
-def config_dims(config):
-    """(memory width, time width, mailbox slots, neighbours) from a model config's YAML."""
-    text = open(config).read()
-    grab = lambda key, default: max([int(v) for v in re.findall(rf"{key}:\s*(\d+)", text)] or [default])
-    neighbours = max([int(v) for v in re.findall(r"neighbor:\s*\n\s*-\s*(\d+)", text)] or [10])
-    return grab("dim_out", 100), grab("dim_time", 100), grab("mailbox_size", 1), neighbours
-
-
-def estimate_gib(data, config, ranks, batch, max_events):
-    """Every rank holds the whole stream, its neighbour index and the node state (memory
-    and its last-update time, mailbox), plus one step's saved activations and a process's
-    base (binary, BLAS and MPI buffers, taken as 0.25 GiB). An estimate from the shapes,
-    not checked against a measured peak."""
-    events, nodes, edge_dim = stream_shape(data, max_events)
-    mem, time_dim, mailbox, k = config_dims(config)
-    stream = events * (4 + 4 + 8 + 8 + 4 * edge_dim)
-    neighbour_index = 2 * events * (4 + 8 + 8)
-    node_state = 4 * nodes * (mem + mailbox * (2 * mem + edge_dim + time_dim) + 2)
-    rows = 3 * math.ceil(batch / ranks) * (k + 1)
-    activations = 12 * 4 * rows * (mem + edge_dim + time_dim + mem)
-    return ranks * (stream + neighbour_index + node_state + activations + 0.25 * GIB) / GIB
 
 
 # --- summarise --------------------------------------------------------------------------
@@ -90,25 +51,47 @@ def comm_totals(comm):
             "exchange_bytes": comm.get("exchange_bytes", 0)}
 
 
+def modelled_epoch(path, steps):
+    """The cost model's pipelined epoch (every suite configuration runs the pipeline) from a
+    `--plan --profile` output."""
+    model = (json_line(path, "plan") or {}).get("model")
+    if not model:
+        return None
+    ep = model.get("epoch_seconds") or {}
+    return {"profile": model.get("profile"), "epoch_seconds_serial": ep.get("serial"),
+            "epoch_seconds_pipelined": ep.get("pipelined"), "epoch_seconds": ep.get("pipelined"),
+            "bound": model.get("bound"),
+            # the model's stages are seconds per epoch on the critical rank
+            "stage_seconds": {k: v / steps for k, v in (model.get("stages") or {}).items()}
+            if steps else None}
+
+
+def curve(ep):
+    """Per epoch: validation per-batch AP and the run's totals after it (the totals the
+    trainer keeps; summed here from the epoch lines of a build without them)."""
+    out, secs, steps = [], 0.0, 0
+    for l in ep:
+        secs += l["train_seconds"]
+        steps += l.get("batches", 0)
+        t = l.get("totals") or {"train_seconds": secs, "steps": steps or None}
+        out.append({"val_ap": (l.get("val") or {}).get("ap_batch_mean"),
+                    "train_seconds": t["train_seconds"], "steps": t.get("steps")})
+    return out
+
+
 def summarise_run(m, cores, peak):
     """One manifest line -> one row."""
     row = {"dataset": m["dataset"], "model": m["model"], "ranks": m["p"], "config": m["config"],
-           "seed": m["seed"], "threads_per_rank": m["threads"], "batch_size": m["p"] * 600,
+           "seed": m["seed"], "threads_per_rank": m["threads"], "batch_size": m["batch"],
            "oversubscribed": m["p"] > cores, "run_dir": m["dir"], "status": m["status"]}
-    plan, model = json_line(os.path.join(m["dir"], "plan.json"), "plan"), None
+    plan = json_line(os.path.join(m["dir"], "plan.json"), "plan")
     if plan:
         row["plan"] = {k: plan.get(k) for k in ("strategy", "steps", "events")}
         row["plan"].update((plan.get("comm") or {}).get("plan") or {})
         row["flops_per_epoch"] = (plan.get("flops") or {}).get("total")
-        model = (json_line(os.path.join(m["dir"], "model.json"), "plan") or {}).get("model")
-    if model:
-        ep, steps = model.get("epoch_seconds") or {}, (plan or {}).get("steps")
-        row["modelled"] = {"profile": model.get("profile"), "epoch_seconds_serial": ep.get("serial"),
-                           "epoch_seconds_pipelined": ep.get("pipelined"), "bound": model.get("bound"),
-                           # the model's stages are seconds per epoch on the critical rank
-                           "stage_seconds": {k: v / steps for k, v in (model.get("stages") or {}).items()}
-                           if steps else None}
-        row["modelled"]["epoch_seconds"] = ep.get("pipelined" if "pipeline" in m["config"] else "serial")
+        steps = plan.get("steps")
+        row["modelled"] = modelled_epoch(os.path.join(m["dir"], "model.json"), steps)
+        row["modelled_cpu"] = modelled_epoch(os.path.join(m["dir"], "model-cpu.json"), steps)
     if not m["status"].startswith("exit"):
         return row
     row["exit_code"] = int(m["status"].split()[1])
@@ -125,7 +108,7 @@ def summarise_run(m, cores, peak):
     secs = mean(lambda l: l["train_seconds"])
     steps = (plan or {}).get("steps")
     row.update({
-        "epochs": len(ep), "final_loss": ep[-1]["loss"],
+        "epochs": len(ep), "final_loss": ep[-1]["loss"], "curve": curve(ep),
         "test_ap_batch_mean": (t.get("test") or {}).get("ap_batch_mean"),
         "test_new_nodes_ap_batch_mean": (t.get("test_new_nodes") or {}).get("ap_batch_mean"),
         "test_ap": (t.get("test") or {}).get("ap"),
@@ -196,8 +179,9 @@ def aggregate(rows):
         s = base.get((g["dataset"], g["model"], g["ranks"]), {})
         g["speedup_vs_strict"] = ratio(s.get("train_seconds_per_epoch"), g["train_seconds_per_epoch"])
         g["modelled_speedup_vs_strict"] = ratio(s.get("modelled_epoch_seconds"), g["modelled_epoch_seconds"])
-    order = lambda g: (DATASETS.index(g["dataset"]) if g["dataset"] in DATASETS else len(DATASETS),
-                       g["dataset"], g["model"], g["ranks"], CONFIGS.index(g["config"]))
+    position = lambda names, x: names.index(x) if x in names else len(names)
+    order = lambda g: (position(DATASETS, g["dataset"]), g["dataset"], g["model"], g["ranks"],
+                       position(CONFIGS, g["config"]), g["config"])
     return sorted(out, key=order)
 
 
@@ -207,7 +191,8 @@ CSV_FIELDS = ("commit", "machine", "config_hash", "dataset", "model", "ranks", "
               "test_new_nodes_ap_batch_mean", "test_ap", "collectives_per_epoch", "bytes_per_epoch",
               "exchange_bytes_per_epoch", "cut_fraction", "max_imbalance", "migrated_nodes",
               "flops_per_epoch", "gflops_per_s", "share_of_sgemm_peak",
-              "modelled_epoch_seconds", "modelled_bound", "run_dir")
+              "modelled_epoch_seconds", "modelled_bound", "target", "epochs_to_target",
+              "steps_to_target", "seconds_to_target", "run_dir")
 
 
 def csv_row(r, head):
@@ -222,11 +207,10 @@ def csv_row(r, head):
 def markdown(groups, head):
     mb = lambda x: None if x is None else x / 1e6
     prof = head["profile"] if head["modelled"] else "no cost model in this build"
-    m = head["refine_micro_batches"]
     data = (f"the first {head['max_events']} events of each stream" if head["max_events"] > 0
             else f"synthetic shapes at scale {head['synth_scale']}")
-    lines = [f"refine.micro_batches = {m} ({'the suite default' if m == 4 else 'set by --refine-m'}); "
-             f"batch = P x 600; partition.window_steps = 8; {head['epochs']} epoch(s); {data}; "
+    lines = [f"Every configuration with the pipeline; batch P x 600 but depbloom-op (its preset's "
+             f"per-rank batch and refinement); {head['epochs']} epoch(s); {data}; "
              f"machine: {head['machine']['name']}; commit {str(head['commit'])[:10]}", "",
              "| dataset | model | P | config | seeds | epoch s | events/s | test AP bm | new-node AP bm "
              "| collectives/ep | MB/ep | exchange MB/ep | cut | imbalance | GFLOP/s | % SGEMM peak "
@@ -268,11 +252,13 @@ def close(a, b):
 
 def check(csv_path, rows):
     """Each CSV row that ran, read back, against its run's metrics.jsonl (AP, counts, bytes);
-    each epoch's collectives against the plan's forecast; P = 1 strict against P = 1
-    depbloom (one rank is single-device training whatever the strategy: the same AP).
-    Returns the list of mismatches."""
-    bad = []
-    for r in csv.DictReader(open(csv_path)):
+    its time-to-target cells against the target and curves recomputed from them
+    (time_to_target.check); each epoch's collectives against the plan's forecast; P = 1
+    strict against P = 1 depbloom (one rank is single-device training whatever the
+    strategy: the same AP). Returns the list of mismatches."""
+    table = list(csv.DictReader(open(csv_path)))
+    bad = time_to_target.check(table, lambda run: curve(run_metrics(run)[0]))
+    for r in table:
         if not r["status"].startswith("exit"):
             continue
         where = f"{r['dataset']} {r['model']} P={r['ranks']} {r['config']} seed {r['seed']}"
@@ -320,30 +306,43 @@ def check(csv_path, rows):
 
 
 def summarise(a):
-    cols = ("dataset", "model", "p", "config", "seed", "threads", "dir", "status")
-    manifest = [dict(zip(cols, l.rstrip("\n").split("\t"))) for l in open(a.manifest) if l.strip()]
+    cols = ("dataset", "model", "p", "config", "seed", "threads", "batch", "dir", "status")
+    lines = [dict(zip(cols, l.rstrip("\n").split("\t"))) for l in open(a.manifest) if l.strip()]
+    # A resumed suite may list a run folder again: its last line holds.
+    manifest = list({m["dir"]: m for m in lines}.values())
     for m in manifest:
-        m["p"], m["seed"], m["threads"] = int(m["p"]), int(m["seed"]), int(m["threads"])
+        for k in ("p", "seed", "threads", "batch"):
+            m[k] = int(m[k])
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     peak, peak_source = sgemm_peak(a.gemm, root)
     rows = [summarise_run(m, a.cores, peak) for m in manifest]
     head = {"benchmark": "speedup", "mode": a.mode, "commit": a.commit, "machine": machine(),
             "generated": utc_now(),
             "suite_seconds": a.seconds, "epochs": a.epochs, "max_events": a.max_events,
-            "synth_scale": a.scale, "refine_micro_batches": a.refine_m, "window_steps": 8,
-            "batch_size": "P x 600", "pipeline_available": a.pipeline == "yes",
+            "synth_scale": a.scale, "window_steps": 8, "cores": a.cores,
+            "batch_size": "P x 600; depbloom-op: the preset's",
             "modelled": a.modelled == "yes", "profile": a.profile,
             "sgemm_peak_flops": peak, "sgemm_peak_source": peak_source}
     for r in rows:
         r["config_hash"] = r.get("config_hash")
     groups = aggregate(rows)
+    to_target, goals = time_to_target.headline(rows)
+    time_to_target.per_run(rows, goals)
     stem = os.path.join(a.out_dir, "speedup")
-    write_json(stem + ".json", dict(head, summary=groups, runs=rows), "speedup")
+    write_json(stem + ".json", dict(head, time_to_target=to_target,
+                                    targets=[dict(dataset=d, model=m, **g) for (d, m), g in goals.items()],
+                                    summary=groups, runs=rows), "speedup")
     with open(stem + ".csv", "w", newline="") as f:
         w = csv.DictWriter(f, fieldnames=CSV_FIELDS)
         w.writeheader()
         w.writerows(csv_row(r, head) for r in rows)
-    table = markdown(groups, head)
+    chosen = time_to_target.choose(to_target)
+    if chosen:
+        head["operating_points"] = [{"dataset": d, "model": m, "chosen": g["chosen"]}
+                                    for (d, m), g in chosen.items()]
+    table = ("## Time to single-device accuracy\n\n" + time_to_target.markdown(to_target, goals, head)
+             + ("\n## Operating-point grid\n" + time_to_target.grid_markdown(chosen) if chosen else "")
+             + "\n## Epoch time and traffic\n\n" + markdown(groups, head))
     open(stem + ".md", "w").write(table)
     print(table)
     return report_check(stem + ".csv", rows, f"; suite {a.seconds} s")
@@ -372,9 +371,9 @@ def main():
     c.add_argument("--json", required=True)
     s = sub.add_parser("summarise")
     for k in ("--manifest", "--out-dir", "--mode", "--scale", "--profile", "--modelled",
-              "--pipeline", "--gemm", "--commit"):
+              "--gemm", "--commit", "--epochs"):
         s.add_argument(k, required=True)
-    for k in ("--cores", "--epochs", "--max-events", "--refine-m", "--seconds"):
+    for k in ("--cores", "--max-events", "--seconds"):
         s.add_argument(k, type=int, required=True)
     a = p.parse_args()
     if a.cmd == "estimate":

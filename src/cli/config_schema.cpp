@@ -46,6 +46,10 @@ const NameTable<train::RefineAggregate> kRefineAggregates{{train::RefineAggregat
 const NameTable<model::RefineStart> kRefineStarts{{model::RefineStart::identity, "identity"},
                                                   {model::RefineStart::updater, "updater"}};
 
+const NameTable<train::LrScaling> kLrScalings{{train::LrScaling::none, "none"},
+                                              {train::LrScaling::sqrt, "sqrt"},
+                                              {train::LrScaling::linear, "linear"}};
+
 const NameTable<DType> kDTypes{{DType::f32, "f32"}, {DType::f64, "f64"}};
 
 std::vector<std::string> communicator_choices() {
@@ -155,6 +159,15 @@ void declare_gnn_train(OptionRegistry& r) {  // NOLINT(readability-function-size
   r.bind("train.epoch", FIELD(fit.epochs), "passes over the training events", 1);
   r.bind("train.batch_size", FIELD(trainer.batch_size), "events per training batch", 1);
   r.bind("train.lr", FIELD(trainer.lr), "Adam learning rate");
+  r.bind("train.lr_scaling", FIELD(trainer.lr_schedule.scaling), kLrScalings,
+         "the rate scaled to the global train.batch_size B over train.lr_reference_batch B0: "
+         "none, sqrt (lr x sqrt(B / B0)) or linear (lr x B / B0)");
+  r.bind("train.lr_reference_batch", FIELD(trainer.lr_schedule.reference_batch),
+         "B0 of train.lr_scaling: the global batch train.lr was tuned at", 1);
+  r.bind("train.warmup_steps", FIELD(trainer.lr_schedule.warmup_steps),
+         "linear warm-up: optimiser step t (from 0, counted over the whole run, resumes "
+         "included) trains at min(1, (t + 1) / warmup_steps) of the scaled rate; 0: none",
+         0);
   r.bind("train.dropout", FIELD(trainer.model.dropout),
          "dropout in the attention layers and the APAN updater (TGL's attention: on W_o's "
          "output; the TGN authors': on the attention output)");
@@ -164,6 +177,12 @@ void declare_gnn_train(OptionRegistry& r) {  // NOLINT(readability-function-size
   r.bind("train.weight_decay", FIELD(trainer.weight_decay), "L2 weight decay in Adam");
   r.bind("train.patience", FIELD(fit.patience),
          "epochs without validation gain before stopping; 0 never stops", 0);
+  r.bind("train.target_val_ap", FIELD(fit.target_val_ap),
+         "a validation per-batch-mean AP to reach: the first epoch reaching it is recorded in "
+         "metrics.jsonl (reached_target: epoch, steps, events, training seconds); 0: none");
+  r.bind("train.stop_at_target", FIELD(fit.stop_at_target),
+         "stop after the epoch that reaches train.target_val_ap (train.patience still stops "
+         "earlier when it comes first)");
   r.bind("train.all_on_gpu", FIELD(tgl_train.all_on_gpu),
          "TGL's flag, accepted and ignored: everything lives on the run device");
   r.bind("train.reorder", FIELD(tgl_train.reorder), "TGL's batch reordering; only 0 is supported",

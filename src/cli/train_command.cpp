@@ -193,6 +193,7 @@ class LoggingObserver final : public train::FitObserver {
       : progress_on_(c.run.progress),
         log_every_(c.run.log_every),
         batch_(c.trainer.batch_size),
+        target_(c.fit.target_val_ap),
         rank_(rank),
         fail_rank_(std::getenv("DEPBLOOM_TEST_FAIL_RANK")) {}
 
@@ -228,8 +229,18 @@ class LoggingObserver final : public train::FitObserver {
     spdlog::info("no validation gain for {} epochs: stopping after epoch {}", stale, epoch);
   }
 
+  void on_target(const train::ReachedTarget& r) override {
+    spdlog::info("train.target_val_ap reached at epoch {} ({} steps, {:.2f} training s): stopping",
+                 r.epoch, r.at.steps, r.at.train_seconds);
+  }
+
   void on_test(const train::FitResult& r) override {
     spdlog::info("best epoch {} (val per-batch AP {:.4f})", r.best_epoch, r.best_val_ap);
+    if (target_ > 0 && r.reached.epoch == 0)
+      spdlog::info("train.target_val_ap {:.4f} not reached", target_);
+    else if (target_ > 0)
+      spdlog::info("train.target_val_ap {:.4f} reached at epoch {} ({} steps, {:.2f} training s)",
+                   target_, r.reached.epoch, r.reached.at.steps, r.reached.at.train_seconds);
     spdlog::info("{}", eval_text("test", r.test));
     if (r.test_new.valid) spdlog::info("{}", eval_text("test (new nodes)", r.test_new));
   }
@@ -237,6 +248,7 @@ class LoggingObserver final : public train::FitObserver {
  private:
   bool progress_on_;
   int64_t log_every_, batch_;
+  double target_;
   int rank_;
   const char* fail_rank_;
   Stopwatch epoch_watch_, since_log_;
@@ -312,6 +324,10 @@ train::TrainerConfig trainer_config(const RunConfig& c, Device device) {
   require(c.tgl_train.reorder == 0, "train.reorder", "only 0 is supported");
   require(!c.gnn.use_src_emb && !c.gnn.use_dst_emb, "gnn.use_src_emb", "only false is supported");
   require(t.lr > 0, "train.lr", "the learning rate must be positive");
+  require(c.fit.target_val_ap >= 0 && c.fit.target_val_ap <= 1, "train.target_val_ap",
+          "an AP is in [0, 1] (0: no target)");
+  require(!c.fit.stop_at_target || c.fit.target_val_ap > 0, "train.stop_at_target",
+          "needs train.target_val_ap");
   require(!(t.dtype == DType::f64 && device.is_cuda()), "run.dtype",
           "f64 runs on the CPU only; use run.device: cpu");
   t.device = device;

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# speedup.sh's check must catch a wrong row: on copies of the smoke run's speedup.csv/.json
-# and one run folder, each tampered once, `speedup_report.py check` must exit 1 naming the
+# speedup.sh's check must catch a wrong row (APs, bytes, P = 1 equality and the time-to-target
+# cells): on copies of the smoke run's speedup.csv/.json and one run folder, each tampered once, `speedup_report.py check` must exit 1 naming the
 # mismatch; the untouched copy must pass.
 #   speedup_tamper.sh REPORT_PY SMOKE_OUT_DIR WORK_DIR
 set -euo pipefail
@@ -61,3 +61,33 @@ w = csv.DictWriter(open(path, "w", newline=""), fieldnames=rows[0].keys())
 w.writeheader(); w.writerows(rows)
 PY
 expect_fail "bytes off the plan" "all_reduce bytes .* the plan forecast"
+
+# 4. A run's epochs to target one off in the CSV.
+fresh
+python3 - "$work/speedup.csv" <<'PY'
+import csv, sys
+rows = list(csv.DictReader(open(sys.argv[1])))
+r = next(r for r in rows if r["epochs_to_target"])
+r["epochs_to_target"] = str(int(r["epochs_to_target"]) + 1)
+w = csv.DictWriter(open(sys.argv[1], "w", newline=""), fieldnames=rows[0].keys())
+w.writeheader(); w.writerows(rows)
+PY
+expect_fail "epochs to target off" "epochs_to_target .* from metrics.jsonl"
+
+# 5. The reference's validation AP raised in its metrics.jsonl: the target moves, and the CSV's
+# target no longer follows from the runs.
+fresh
+python3 - "$work/speedup.csv" "$work/ref" <<'PY'
+import csv, json, shutil, sys
+path, copy = sys.argv[1:3]
+rows = list(csv.DictReader(open(path)))
+r = next(r for r in rows if r["ranks"] == "1" and r["config"] == "strict")
+shutil.copytree(r["run_dir"], copy)
+lines = [json.loads(l) for l in open(f"{copy}/metrics.jsonl")]
+next(l for l in lines if "val" in l)["val"]["ap_batch_mean"] += 0.01
+open(f"{copy}/metrics.jsonl", "w").write("".join(json.dumps(l) + "\n" for l in lines))
+r["run_dir"] = copy
+w = csv.DictWriter(open(path, "w", newline=""), fieldnames=rows[0].keys())
+w.writeheader(); w.writerows(rows)
+PY
+expect_fail "a target not the reference's" "target .* from metrics.jsonl"

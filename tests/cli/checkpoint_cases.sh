@@ -19,6 +19,9 @@
 #                      --resume to 2 gives the straight 2-epoch run's losses and APs, and
 #                      --eval-only of its best.ckpt prints its test AP (the refiner's
 #                      parameters travel in the checkpoint)
+#   stop_at_target     train.target_val_ap that any AP reaches with train.stop_at_target, 3
+#                      epochs asked: it stops after epoch 1 and records reached_target and
+#                      the run's totals (tests/cli/check_target.py)
 # Each case prints the program's output, then what it checked.
 set -uo pipefail
 
@@ -133,6 +136,14 @@ EOF
     test_ap=$(grep '"split":"test"' "$work/$case/straight/metrics.jsonl" |
       grep -o '"test":{"ap":[0-9.]*' | grep -o '[0-9.]*$')
     expect_in_output "test AP $(printf '%.4f' "$test_ap")"
+    ;;
+  stop_at_target)
+    rm -rf "${work:?}/$case"
+    run 0 "${quick[@]}" --set train.epoch=3 --set train.target_val_ap=0.01 \
+      --set train.stop_at_target=true --out "$work/$case"
+    expect_in_output "train.target_val_ap reached at epoch 1"
+    python3 "$(dirname "${BASH_SOURCE[0]}")/check_target.py" "$work/$case/metrics.jsonl" 1 ||
+      fail "metrics.jsonl does not record the target as it should"
     ;;
   old_checkpoint)
     fixtures=$(dirname "${BASH_SOURCE[0]}")/../fixtures/ckpt

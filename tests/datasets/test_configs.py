@@ -5,6 +5,7 @@ message. DEPBLOOM_TRAIN and DEPBLOOM_DATA_TOOL name the binaries; DEPBLOOM_SOURC
 import glob
 import json
 import os
+import re
 import shutil
 import subprocess
 import tempfile
@@ -74,16 +75,19 @@ class ConfigsTest(unittest.TestCase):
 
     def test_synthetic_configs_name_the_width_and_plan(self):
         configs = sorted(glob.glob(os.path.join(SOURCE, "configs", "*-synth-*.yaml")))
-        self.assertEqual(len(configs), 9)
+        self.assertGreaterEqual(len(configs), 9)
         made = {}
         for config in configs:
-            like = os.path.basename(config)[:-5].split("-synth-")[1]
-            width = 0 if like == "wikitalk" else 172
             with open(config) as f:
-                self.assertIn("path: data/synth/%s-s0.1-f%d\n" % (like, width), f.read())
+                path = re.search(r"\n  path: (\S+)\n", f.read()).group(1)
+            named = re.fullmatch(r"data/synth/(wiki|reddit|wikitalk)-s[0-9.]+-f(\d+)", path)
+            self.assertIsNotNone(named, "%s: %s does not name shape, scale and width"
+                                 % (config, path))
+            like, width = named.group(1), int(named.group(2))
+            self.assertEqual(width, 0 if like == "wikitalk" else 172, config)
             if like not in made:
-                out = os.path.join(self.tmp, "synth", "%s-s0.002-f%d" % (like, width))
-                r = subprocess.run([TOOL, "synth", "--like", like, "--scale", "0.002", "-o", out],
+                out = os.path.join(self.tmp, "synth", "%s-s0.01-f%d" % (like, width))
+                r = subprocess.run([TOOL, "synth", "--like", like, "--scale", "0.01", "-o", out],
                                    capture_output=True, text=True, timeout=120)
                 self.assertEqual(r.returncode, 0, r.stderr)
                 with open(os.path.join(out, "meta.json")) as f:

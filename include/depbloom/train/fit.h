@@ -21,6 +21,25 @@ struct FitOptions {
   bool step_log = false;    // write every step's loss into run_dir/steps.jsonl
   std::string resume_dir;   // continue the run whose last.ckpt (and best.ckpt) is here
   std::string config_text;  // the effective config, kept in every checkpoint
+  // Time to accuracy: the first epoch whose validation per-batch-mean AP reaches this is
+  // recorded (0: no target); with stop_at_target the run stops after it (patience, when set,
+  // may stop it earlier).
+  double target_val_ap = 0.0;
+  bool stop_at_target = false;
+};
+
+// The run's training so far, over all ranks and every epoch since it started (resumes
+// included): training seconds (evaluation excluded), optimiser steps and events.
+struct RunTotals {
+  double train_seconds = 0.0;
+  int64_t steps = 0;
+  int64_t events = 0;
+};
+
+// Where train.target_val_ap was first reached: the epoch and the totals after it.
+struct ReachedTarget {
+  int epoch = 0;  // 0: not reached
+  RunTotals at;
 };
 
 struct FitResult {
@@ -28,6 +47,8 @@ struct FitResult {
   double best_val_ap = -1.0;
   std::vector<EpochResult> epochs;  // the epochs this call ran
   EvalResult test, test_new;        // of the best epoch's state
+  RunTotals totals;                 // after the last epoch
+  ReachedTarget reached;            // with FitOptions::target_val_ap
 };
 
 class FitObserver {
@@ -42,6 +63,7 @@ class FitObserver {
   }
   virtual void on_epoch(const EpochResult& r, int epochs) { (void)r, (void)epochs; }
   virtual void on_early_stop(int epoch, int64_t stale) { (void)epoch, (void)stale; }
+  virtual void on_target(const ReachedTarget& r) { (void)r; }
   virtual void on_test(const FitResult& r) { (void)r; }
 };
 

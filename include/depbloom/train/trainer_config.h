@@ -10,6 +10,7 @@
 #include "depbloom/dist/communicator.h"
 #include "depbloom/graph/negative_sampler.h"
 #include "depbloom/model/tgnn_config.h"
+#include "depbloom/train/lr_schedule.h"
 #include "depbloom/train/pipeline.h"
 #include "depbloom/train/refine_plan.h"
 #include "depbloom/train/strategy_settings.h"
@@ -27,6 +28,7 @@ struct TrainerConfig {
   int64_t batch_size = 600;
   int64_t eval_batch_size = 200;  // the TGN authors' evaluation batch
   double lr = 1e-4;
+  LrSchedule lr_schedule;  // the rate scaled to batch_size and warmed up (lr_schedule.h)
   double weight_decay = 0.0;
   int32_t eval_negatives = 1;
   graph::EvalNegativeStrategy eval_strategy = graph::EvalNegativeStrategy::random;
