@@ -7,7 +7,9 @@
 step's loss logged, and writes --plan's JSON for strict and depbloom at P = 2, 4 and 8.
 `compare` checks every steps.jsonl string for string, and every metrics.jsonl and plan
 value except timings (keys ending in `seconds`, `_s` or `per_s`); it exits 1 on a
-difference. Run it from the repository root.
+difference. A key only AFTER has is an addition, not a difference (a refactor may report
+more): it is listed, and its values are compared wherever both runs have it. Run it from
+the repository root.
 """
 import json
 import os
@@ -45,6 +47,26 @@ def without_timings(value):
     return value
 
 
+def common_part(after, before):
+    """`after` restricted to the keys `before` has too, at any depth."""
+    if isinstance(after, dict) and isinstance(before, dict):
+        return {k: common_part(v, before[k]) for k, v in after.items() if k in before}
+    if isinstance(after, list) and isinstance(before, list) and len(after) == len(before):
+        return [common_part(a, b) for a, b in zip(after, before)]
+    return after
+
+
+def added_keys(after, before, path=""):
+    """The dotted paths of the keys `after` has and `before` lacks, at any depth."""
+    if not (isinstance(after, dict) and isinstance(before, dict)):
+        return set()
+    out = set()
+    for k, v in after.items():
+        here = f"{path}.{k}" if path else k
+        out |= added_keys(v, before[k], here) if k in before else {here}
+    return out
+
+
 def plan_json(stdout):
     """--plan's JSON (its last line that opens an object) without plan.seconds."""
     line = [s for s in stdout.splitlines() if s.startswith("{")][-1]
@@ -73,9 +95,21 @@ def lines_of(path, strip):
         return [without_timings(json.loads(s)) if strip else s for s in f]
 
 
-def differences(before, after):
-    """The files of `before` whose content `after` does not match (a missing one included)."""
+def same_lines(a, b, strip, added):
+    """Whether file b holds a's lines (b's added keys dropped; they go into `added`)."""
+    old, new = lines_of(a, strip), lines_of(b, strip)
+    if not strip or len(old) != len(new):
+        return old == new
+    for x, y in zip(old, new):
+        added |= added_keys(y, x)
+    return old == [common_part(y, x) for x, y in zip(old, new)]
+
+
+def differences(before, after, added=None):
+    """The files of `before` whose content `after` does not match (a missing one included);
+    the keys only `after` has go into the set `added` when one is given."""
     out = []
+    added = set() if added is None else added
     for root, _, files in os.walk(before):
         for name in sorted(files):
             if not name.endswith((".jsonl", ".json")) or name == "config.json":
@@ -83,7 +117,7 @@ def differences(before, after):
             a = os.path.join(root, name)
             b = os.path.join(after, os.path.relpath(a, before))
             strip = name != "steps.jsonl"
-            if not os.path.exists(b) or lines_of(a, strip) != lines_of(b, strip):
+            if not os.path.exists(b) or not same_lines(a, b, strip, added):
                 out.append(os.path.relpath(a, before))
     return sorted(out)
 
@@ -92,9 +126,12 @@ def main(argv):
     if len(argv) == 5 and argv[0] == "record" and argv[1] == "--build" and argv[3] == "--out":
         return record(argv[2], argv[4]) or 0
     if len(argv) == 3 and argv[0] == "compare":
-        diff = differences(argv[1], argv[2])
+        added = set()
+        diff = differences(argv[1], argv[2], added)
         for d in diff:
             print(f"differs: {d}")
+        for key in sorted(added):
+            print(f"added: {key}")
         print(f"{'identical' if not diff else 'DIFFERENT'}: {argv[1]} against {argv[2]}")
         return 1 if diff else 0
     print(__doc__, file=sys.stderr)

@@ -44,6 +44,19 @@ class TraceRunsTest(unittest.TestCase):
         os.makedirs(self.b)
         self.assertEqual(tr.differences(self.a, self.b), ["plan_strict_2.json"])
 
+    def test_added_keys_are_listed_not_differences(self):
+        write(f"{self.a}/run/metrics.jsonl", ['{"ap": 0.9, "comm": {"calls": 4}}\n'])
+        write(f"{self.b}/run/metrics.jsonl",
+              ['{"ap": 0.9, "comm": {"calls": 4, "bytes": 8}, "calls": {"ops": 3}}\n'])
+        added = set()
+        self.assertEqual(tr.differences(self.a, self.b, added), [])
+        self.assertEqual(added, {"comm.bytes", "calls"})
+
+    def test_a_removed_key_is_a_difference(self):
+        write(f"{self.a}/run/metrics.jsonl", ['{"ap": 0.9, "auc": 0.8}\n'])
+        write(f"{self.b}/run/metrics.jsonl", ['{"ap": 0.9}\n'])
+        self.assertEqual(tr.differences(self.a, self.b), ["run/metrics.jsonl"])
+
     def test_plan_json_is_the_last_object_line_without_its_seconds(self):
         out = '[info] plan: ...\n{"plan": {"steps": 3, "seconds": 0.1}}\n'
         self.assertEqual(tr.plan_json(out), {"plan": {"steps": 3}})

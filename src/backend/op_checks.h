@@ -6,6 +6,7 @@
 #include <cstdint>
 
 #include "backend/cpu/cpu_ops.h"
+#include "depbloom/backend/op_counts.h"
 #include "depbloom/backend/ops.h"
 #include "depbloom/core/error.h"
 #include "depbloom/core/tensor.h"
@@ -99,22 +100,31 @@ inline bool use_cuda(const char* op, Device device, DType dtype) {
 #endif
 }
 
+// Counts one call of `kind`; false when the call must not run (a dry run, OpCountOnly).
+inline bool counted(backend::OpKind kind) {
+  backend::count_op(kind);
+  return !backend::ops_count_only();
+}
+
 }  // namespace depbloom::ops::detail
 
-// Calls ops::cuda::NAME or ops::cpu::NAME with the same arguments, by device. DTYPE is the
-// float dtype of the call (CUDA accepts f32 only).
+// Counts the call, then calls ops::cuda::NAME or ops::cpu::NAME with the same arguments, by
+// device (neither in a dry run). DTYPE is the float dtype of the call (CUDA accepts f32 only).
 #if DEPBLOOM_WITH_CUDA
-#define DB_DISPATCH_OP(NAME, DEVICE, DTYPE, ...)                     \
-  do {                                                               \
-    if (::depbloom::ops::detail::use_cuda(#NAME, (DEVICE), (DTYPE))) \
-      ::depbloom::ops::cuda::NAME(__VA_ARGS__);                      \
-    else                                                             \
-      ::depbloom::ops::cpu::NAME(__VA_ARGS__);                       \
+#define DB_DISPATCH_OP(NAME, DEVICE, DTYPE, ...)                                     \
+  do {                                                                               \
+    const bool on_gpu = ::depbloom::ops::detail::use_cuda(#NAME, (DEVICE), (DTYPE)); \
+    if (!::depbloom::ops::detail::counted(::depbloom::backend::OpKind::NAME)) break; \
+    if (on_gpu)                                                                      \
+      ::depbloom::ops::cuda::NAME(__VA_ARGS__);                                      \
+    else                                                                             \
+      ::depbloom::ops::cpu::NAME(__VA_ARGS__);                                       \
   } while (0)
 #else
-#define DB_DISPATCH_OP(NAME, DEVICE, DTYPE, ...)                 \
-  do {                                                           \
-    ::depbloom::ops::detail::use_cuda(#NAME, (DEVICE), (DTYPE)); \
-    ::depbloom::ops::cpu::NAME(__VA_ARGS__);                     \
+#define DB_DISPATCH_OP(NAME, DEVICE, DTYPE, ...)                                     \
+  do {                                                                               \
+    ::depbloom::ops::detail::use_cuda(#NAME, (DEVICE), (DTYPE));                     \
+    if (!::depbloom::ops::detail::counted(::depbloom::backend::OpKind::NAME)) break; \
+    ::depbloom::ops::cpu::NAME(__VA_ARGS__);                                         \
   } while (0)
 #endif

@@ -84,7 +84,10 @@ void fill(const Tensor& x, double value) {
 #if DEPBLOOM_WITH_CUDA
   // Data movement, like copy: integer and mask buffers are filled on the GPU too (f32, i32, i64
   // and u8; cuda::fill names the dtype it refuses).
-  if (x.device().is_cuda()) return cuda::fill(x, value);
+  if (x.device().is_cuda()) {
+    if (detail::counted(backend::OpKind::fill)) cuda::fill(x, value);
+    return;
+  }
 #endif
   DB_DISPATCH_OP(fill, x.device(), x.dtype(), x, value);
 }
@@ -97,12 +100,12 @@ void copy(const Tensor& dst, const Tensor& src) {
   DB_ASSERT(dst.numel() == src.numel(), "{}: dst {} and src {} differ in element count", op,
             dst.str(), src.str());
   if (dst.device().is_cpu() && src.device().is_cpu()) {
-    cpu::copy(dst, src);
+    if (detail::counted(backend::OpKind::copy)) cpu::copy(dst, src);
     return;
   }
 #if DEPBLOOM_WITH_CUDA
   // Host<->device and device<->device, ordered on the calling thread's stream.
-  cuda::copy(dst, src);
+  if (detail::counted(backend::OpKind::copy)) cuda::copy(dst, src);
 #else
   DB_THROW(runtime, "{}: {} <- {} needs a GPU but DepBloom was built without CUDA", op, dst.str(),
            src.str());

@@ -301,6 +301,9 @@ void declare_eval_run_dist(OptionRegistry& r) {
   r.bind("run.step_log", FIELD(fit.step_log),
          "write every training step's loss to steps.jsonl in the run folder (to compare "
          "runs step by step)");
+  r.bind("run.profile_ops", FIELD(trainer.profile_ops),
+         "also list the op calls per training step by op kind (metrics.jsonl's "
+         "calls.by_kind_per_step, and --plan's); the totals are always reported");
   r.bind("run.dtype", FIELD(trainer.dtype), kDTypes,
          "f32, or f64 on the CPU only (slower; for comparing runs without rounding noise)");
 

@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 
+#include "depbloom/backend/op_counts.h"
 #include "depbloom/cli/device_profile.h"
 #include "depbloom/core/timer.h"
 #include "depbloom/costmodel/cost_model.h"
@@ -58,10 +59,29 @@ std::string stages_text(const train::EpochResult& r) {
   for (int i = 0; i < train::kStages; ++i)
     s += fmt::format(" {} {:.2f} s,", train::stage_name(static_cast<train::Stage>(i)),
                      r.stages.seconds[static_cast<size_t>(i)]);
+  const json calls = train::calls_json(r.calls, r.batches);
   return s + fmt::format(
                  " evaluation {:.2f} s; {:.0f} memory rows per step ({:.0f} refined); host "
-                 "waits/step {:.1f}",
-                 r.eval_seconds, r.memory_rows, r.refined_rows, r.host_waits);
+                 "waits/step {:.1f}; op calls/step {:.1f}, uploads/step {:.1f}",
+                 r.eval_seconds, r.memory_rows, r.refined_rows, r.host_waits,
+                 calls["op_calls_per_step"].get<double>(), calls["uploads_per_step"].get<double>());
+}
+
+// --plan's calls per step: one training epoch of this process's trainer (one rank) run dry
+// (backend::OpCountOnly: every op checked and counted, none computed), so the counts are the
+// real step's, exactly, from the same code; host waits happen only as a GPU runs the step.
+json plan_calls_json(train::Trainer& trainer) {
+  train::EpochResult dry;
+  {
+    backend::OpCountOnly count_only;
+    dry = trainer.train_epoch(1);
+  }
+  json j = train::calls_json(dry.calls, dry.batches);
+  spdlog::info(
+      "plan: one device's training step (dry run over {} steps): {:.1f} op calls, "
+      "{:.1f} uploads",
+      dry.batches, j["op_calls_per_step"].get<double>(), j["uploads_per_step"].get<double>());
+  return j;
 }
 
 costmodel::WorkModel work_model(const train::Trainer& trainer) {
@@ -182,6 +202,7 @@ void print_plan(train::Trainer& trainer, const train::TrainerConfig& tc, int ran
   spdlog::info("plan: {:.3f} GFLOP of training GEMMs per epoch over {} ranks ({:.3f} forward)",
                static_cast<double>(flops.total()) / 1e9, ranks,
                static_cast<double>(flops.forward) / 1e9);
+  plan["calls"] = plan_calls_json(trainer);
   if (profile) plan["model"] = model_json(work, wm, *profile);
   const json line = {{"plan", plan}};
   std::printf("%s\n", line.dump().c_str());

@@ -59,6 +59,7 @@ EvalResult Evaluator::evaluate(const std::vector<int64_t>& events, uint32_t spli
   }
   r.valid = true;
   r.events = total;
+  r.batches = (total + cfg_.eval_batch_size - 1) / cfg_.eval_batch_size;
   r.whole = metrics_.whole_split();
   r.batch_mean = metrics_.batch_mean();
   if (cfg_.eval_negatives > 1) r.mrr = rr_sum_ / static_cast<double>(total);

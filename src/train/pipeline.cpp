@@ -6,6 +6,7 @@
 
 #include <algorithm>
 
+#include "depbloom/backend/op_counts.h"
 #include "depbloom/core/timer.h"
 
 namespace depbloom::train {
@@ -87,8 +88,10 @@ void StepWriter::flush() {
 }
 
 // One OpenMP thread here: the main thread's team keeps the cores (run.threads counts it only).
+// Its ops count as side work (backend::OpLane): a serial or GPU step does them inline.
 void StepWriter::side_loop() {
   omp_set_num_threads(1);
+  backend::set_thread_op_lane(backend::OpLane::side);
   std::unique_lock<std::mutex> lock(mutex_);
   for (;;) {
     wake_.wait(lock, [this] { return pending_ || stop_; });

@@ -85,6 +85,33 @@ std::string critical_path_text(const EpochResult& r) {
       r.comm.wait_seconds, p.urgent_rows, p.deferred_rows, p.sync_rows, p.deferred_share());
 }
 
+namespace {
+
+double per(int64_t count, int64_t of) {
+  return of > 0 ? static_cast<double>(count) / static_cast<double>(of) : 0.0;
+}
+
+}  // namespace
+
+json calls_json(const EpochCalls& calls, int64_t steps) {
+  json j = {{"op_calls_per_step", per(calls.train.total_calls(), steps)},
+            {"uploads_per_step", per(calls.train.uploads, steps)},
+            {"side_op_calls_per_step", per(calls.side.total_calls(), steps)},
+            {"side_uploads_per_step", per(calls.side.uploads, steps)}};
+  if (calls.eval_batches > 0) {
+    j["eval_op_calls_per_batch"] = per(calls.eval.total_calls(), calls.eval_batches);
+    j["eval_uploads_per_batch"] = per(calls.eval.uploads, calls.eval_batches);
+  }
+  if (!calls.by_kind) return j;
+  json kinds = json::object();
+  for (size_t k = 0; k < backend::kOpKinds; ++k) {
+    const auto kind = static_cast<backend::OpKind>(k);
+    if (calls.train[kind] > 0) kinds[backend::op_kind_name(kind)] = per(calls.train[kind], steps);
+  }
+  j["by_kind_per_step"] = kinds;
+  return j;
+}
+
 json epoch_json(const EpochResult& r) {
   json stages = json::object();
   for (int s = 0; s < kStages; ++s)
@@ -99,6 +126,7 @@ json epoch_json(const EpochResult& r) {
           {"memory_rows_per_batch", r.memory_rows},
           {"refined_rows_per_batch", r.refined_rows},
           {"host_waits_per_step", r.host_waits},
+          {"calls", calls_json(r.calls, r.batches)},
           {"val", eval_json(r.val)},
           {"val_new_nodes", eval_json(r.val_new)},
           {"eval_seconds", r.eval_seconds},

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "depbloom/backend/op_counts.h"
 #include "depbloom/backend/ops.h"
 #include "depbloom/backend/runtime.h"
 #include "depbloom/core/timer.h"
@@ -240,6 +241,18 @@ EpochForecast Trainer::forecast_epoch(
 }
 
 EpochResult Trainer::run_epoch(int epoch, const ProgressFn& progress) {
+  EpochResult r = train_epoch(epoch, progress);
+  Stopwatch watch;
+  const backend::OpCounts calls_before = backend::op_counts();
+  std::tie(r.val, r.val_new) =
+      evaluator_->evaluate_both(split_.val, split_.new_node_val, kSplitVal);
+  r.calls.eval = backend::op_counts() - calls_before;
+  r.calls.eval_batches = r.val.batches + r.val_new.batches;
+  r.eval_seconds = watch.seconds();
+  return r;
+}
+
+EpochResult Trainer::train_epoch(int epoch, const ProgressFn& progress) {
   EpochResult r;
   r.epoch = epoch;
   r.strategy = strategy_->name();
@@ -257,6 +270,8 @@ EpochResult Trainer::run_epoch(int epoch, const ProgressFn& progress) {
   loss_trace_.reserve(loss_trace_.size() + static_cast<size_t>(n));
   double loss_sum = 0;
   const int64_t waits_before = backend::host_waits();
+  const backend::OpCounts calls_before = backend::op_counts();
+  const backend::OpCounts side_before = backend::op_counts(backend::OpLane::side);
   Stopwatch loop;
   for (int64_t i = 0; i < n; ++i) {
     loss_sum += train_step(steps.step(i), epoch);
@@ -265,6 +280,9 @@ EpochResult Trainer::run_epoch(int epoch, const ProgressFn& progress) {
   }
   writer_->flush();  // evaluation and checkpoints read every row
   r.loop_seconds = loop.seconds();
+  r.calls.train = backend::op_counts() - calls_before;
+  r.calls.side = backend::op_counts(backend::OpLane::side) - side_before;
+  r.calls.by_kind = cfg_.profile_ops;
   r.pipeline = writer_->counts();
   const auto waits = static_cast<double>(backend::host_waits() - waits_before);
   r.host_waits = n > 0 ? waits / static_cast<double>(n) : 0.0;
@@ -283,11 +301,6 @@ EpochResult Trainer::run_epoch(int epoch, const ProgressFn& progress) {
     r.comm.wait_seconds += counted.reduce_wait;  // the non-blocking reductions' waits
     r.counts = strategy_->counts();
   }
-
-  watch.restart();
-  std::tie(r.val, r.val_new) =
-      evaluator_->evaluate_both(split_.val, split_.new_node_val, kSplitVal);
-  r.eval_seconds = watch.seconds();
   return r;
 }
 

@@ -21,6 +21,7 @@ namespace depbloom::train {
 struct EvalResult {
   bool valid = false;  // false when the split had no events to score
   int64_t events = 0;
+  int64_t batches = 0;
   RankMetrics whole;       // over every score of the split
   RankMetrics batch_mean;  // mean of per-batch values (what TGN, TGL and PyG print)
   double mrr = -1.0;       // with eval.negatives > 1

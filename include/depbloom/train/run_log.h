@@ -20,6 +20,11 @@ nlohmann::json comm_json(const EpochResult& r);
 // write-back's urgent/deferred/sync rows; as JSON and as one log line.
 nlohmann::json critical_path_json(const EpochResult& r);
 std::string critical_path_text(const EpochResult& r);
+// What a step costs in calls (EpochCalls): op calls (each a kernel launch on a GPU) and
+// uploads per training step over `steps` (the step's own, then the side thread's), per
+// evaluation batch when there were some, and with by_kind the step's op calls per step of
+// each kind that ran.
+nlohmann::json calls_json(const EpochCalls& calls, int64_t steps);
 nlohmann::json epoch_json(const EpochResult& r);
 // Appends one line to `file`; a runtime error naming the file when it cannot.
 void append_json_line(const std::string& file, const nlohmann::json& line);

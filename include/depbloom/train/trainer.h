@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "depbloom/backend/op_counts.h"
 #include "depbloom/core/arena.h"
 #include "depbloom/data/event_stream.h"
 #include "depbloom/data/split.h"
@@ -40,6 +41,16 @@
 
 namespace depbloom::train {
 
+// What an epoch's training steps and evaluation batches cost in calls (backend/op_counts.h):
+// totals, which reports divide by the steps (EpochResult::batches) and evaluation batches.
+struct EpochCalls {
+  backend::OpCounts train;  // the training steps (OpLane::step)
+  backend::OpCounts side;   // the side thread's deferred writes during them (OpLane::side)
+  backend::OpCounts eval;   // the validation passes, the new-node pass's state copies included
+  int64_t eval_batches = 0;
+  bool by_kind = false;  // run.profile_ops: the reports list the calls per kind
+};
+
 struct EpochResult {
   int epoch = 0;
   double loss = 0.0;  // mean over the epoch's batches of TGL's loss
@@ -53,6 +64,7 @@ struct EpochResult {
   // Mean host waits for the GPU per training step (backend::host_waits; 0 on the CPU): the
   // loss read alone makes it 1, anything more is a stall to remove.
   double host_waits = 0.0;
+  EpochCalls calls;
   double train_seconds = 0.0;
   StageTimes stages;
   EvalResult val, val_new;
@@ -83,6 +95,9 @@ class Trainer {
   // (its Strategy's), then validates (transductive, and new-node under the tgn protocol).
   // Every rank evaluates in full. epoch counts from 1.
   EpochResult run_epoch(int epoch, const ProgressFn& progress = nullptr);
+  // run_epoch's training pass alone (its result without the validation's fields): what
+  // --plan's dry run (backend::OpCountOnly) counts a step's calls over.
+  EpochResult train_epoch(int epoch, const ProgressFn& progress = nullptr);
   // Test from the current state (the state after validation of the loaded epoch).
   // Returns {transductive, new-node}.
   std::pair<EvalResult, EvalResult> test();

@@ -52,6 +52,8 @@ struct TrainerConfig {
   double refine_coherence_sample = 0.1;
   // Critical-path pipelining (DESIGN.md 7.3, pipeline.h): off, today's serial step.
   PipelineConfig pipeline;
+  // run.profile_ops: the reports list the op calls per step by kind (EpochCalls).
+  bool profile_ops = false;
 };
 
 // Refinement as refine.micro_batches (m) sets it, derived here only: on iff m > 1 (the model
