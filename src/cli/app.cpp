@@ -305,6 +305,7 @@ int run_train(int argc, char** argv) {
     }
     const RunConfig& c = cfg.config();
     set_cpu_threads(c, env, multi_rank);
+    backend::set_tf32(c.run.tf32);
     TrainCommand cmd;
     cmd.device = parse_device(c.run.device);
     cmd.data_path = c.data.path.empty() ? find_default_data() : c.data.path;

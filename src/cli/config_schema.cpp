@@ -290,6 +290,9 @@ void declare_eval_run_dist(OptionRegistry& r) {
          "CPU threads of the OpenMP team; 0 uses all cores (under mpirun: the cores over the "
          "ranks on the machine); pipeline.enabled adds one side thread not counted here",
          0);
+  r.bind("run.tf32", FIELD(run.tf32),
+         "on a GPU, f32 GEMMs use cuBLAS's TF32 tensor-op math (faster, about 10 mantissa "
+         "bits); off: exact f32. The CPU backend ignores it");
   r.bind("run.out", FIELD(run.out), "run folder for the config, logs and checkpoints");
   r.bind("run.log_every", FIELD(run.log_every),
          "batches between progress lines; 0 logs epochs only", 0);

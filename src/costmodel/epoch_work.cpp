@@ -28,6 +28,7 @@ void EpochWorkCollector::observe(int rank, const ScheduledStep& step, const Batc
   Seen& s = seen(step.index, rank);
   s.exchange = step.sync == SyncPoint::exchange;
   StepWork& w = out_.at(step.index, rank);
+  w.exchange = s.exchange;
   w.events = plan.batch();
   w.negatives = plan.negatives_k;
   w.memory_rows = plan.memory_rows();

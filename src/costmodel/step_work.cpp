@@ -198,7 +198,9 @@ void step_stage_work(StepStageWork& out, const WorkModel& wm, const StepWork& st
   sample.bytes = static_cast<double>(
       u * (4 + wm.value_bytes) + roots * 4 + step.sampled_slots * (13 + wm.value_bytes) +
       step.refined_rows * (4 + wm.value_bytes) + step.refine_terms * 20);
+  // 16 op calls, all of them uploads of the staged inputs (BatchStager::stage on a GPU).
   sample.ops = 16;
+  sample.uploads = 16;
   if (memory) {
     at(Stage::gather).bytes =
         vb * static_cast<double>(u * (c.d_mem + 1 + slots * (d_mail + 1)) * 2);

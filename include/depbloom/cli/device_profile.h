@@ -1,6 +1,7 @@
 // Device profiles for the cost model (configs/devices/*.yaml, docs/cost_model.md): a name
-// or a path to costmodel::DeviceProfile, in SI units. Every key is required and every unknown
-// key is an error; errors name the file, the line and the key.
+// or a path to costmodel::DeviceProfile, in SI units. Keys are required unless
+// docs/cost_model.md says optional; every unknown key is an error; errors name the file, the
+// line and the key.
 #pragma once
 
 #include <string>

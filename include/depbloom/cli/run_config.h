@@ -66,6 +66,7 @@ struct DataSection {
 struct RunSection {
   std::string device = "auto";
   int64_t threads = 0;
+  bool tf32 = false;  // cuBLAS's TF32 tensor-op math for f32 GEMMs (backend::set_tf32)
   std::string out = "runs/<time>";
   int64_t log_every = 100;
   bool progress = true;

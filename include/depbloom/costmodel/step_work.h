@@ -44,6 +44,7 @@ struct StepWork {
   // Rows and mails the write-back applies to this rank's replica (strict: every rank's).
   int64_t applied_rows = 0, applied_mails = 0;
   int64_t urgent_rows = 0;  // written rows the rank's next step reads (DESIGN.md 7.3)
+  bool exchange = false;    // the step ends at a sync point (the ranks reconcile)
 };
 
 // The work of one stage: its GEMMs, the bytes its other ops move (gathers, element-wise
@@ -52,6 +53,7 @@ struct StageWork {
   std::vector<GemmShape> gemms;
   double bytes = 0;
   int64_t ops = 0;
+  int64_t uploads = 0;  // of `ops`, host-to-device copies (priced at the upload latency)
   int64_t flops() const;
 };
 using StepStageWork = std::array<StageWork, train::kStages>;

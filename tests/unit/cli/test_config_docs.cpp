@@ -52,7 +52,7 @@ std::string read_doc(const std::string& path) {
 std::set<std::string> documented_keys(const std::string& text, const OptionRegistry& r) {
   std::set<std::string> sections;
   for (const auto& s : r.specs()) sections.insert(s.key.substr(0, s.key.find('.')));
-  static const std::regex token(R"(`([a-z_]+)\.([A-Za-z_.]*)(\{([a-z_,]+)\})?)");
+  static const std::regex token(R"(`([a-z_]+)\.([A-Za-z0-9_.]*)(\{([a-z_,]+)\})?)");
   std::set<std::string> keys;
   for (auto it = std::sregex_iterator(text.begin(), text.end(), token);
        it != std::sregex_iterator(); ++it) {

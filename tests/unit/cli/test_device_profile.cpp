@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <fstream>
 #include <string>
 
 #include "depbloom/cli/device_profile.h"
@@ -22,7 +23,28 @@ host_plan_per_s: 5
 host_to_device_gb_s: 0
 all_reduce: {bandwidth_gb_s: 6, latency_us: 7, hop_latency_us: 8}
 all_gather: {bandwidth_gb_s: 9, latency_us: 10, hop_latency_us: 0}
+host_threads: 2
 )";
+
+// kGood with the optional keys: an upload latency, NCCL's LL protocol and step curves.
+const char* kOptional = R"(upload_latency_us: 11
+all_reduce_ll: {ll_latency_us: 1.5, ll_hop_latency_us: 0.5, ll_bandwidth_share: 0.25}
+step_curves:
+  tgn:
+    - {batch: 600, device_seconds: 0.002}
+    - {batch: 1200, device_seconds: 0.003}
+  jodie: [{batch: 100, device_seconds: 0.001}]
+)";
+
+std::string with_optional() {
+  std::string text = std::string(kGood) + kOptional;
+  // The LL keys go inside all_reduce's map.
+  text.replace(text.find("hop_latency_us: 8}"), 18,
+               "hop_latency_us: 8, ll_latency_us: 1.5, ll_hop_latency_us: 0.5, "
+               "ll_bandwidth_share: 0.25}");
+  text.erase(text.find("all_reduce_ll:"), text.find("step_curves:") - text.find("all_reduce_ll:"));
+  return text;
+}
 
 // The message of the config error `yaml` raises, or "" when it parses.
 std::string error_of(const std::string& yaml) {
@@ -53,6 +75,26 @@ TEST(DeviceProfile, ParsesInSiUnits) {
   EXPECT_DOUBLE_EQ(p.all_reduce.hop_latency, 8e-6);
   EXPECT_DOUBLE_EQ(p.all_gather.bandwidth, 9e9);
   EXPECT_DOUBLE_EQ(p.all_gather.latency, 10e-6);
+  EXPECT_EQ(p.host_threads, 2);
+  // Optional keys left out: uploads cost a launch, Simple only, no curves.
+  EXPECT_LT(p.upload_latency, 0);
+  EXPECT_EQ(p.all_reduce.ll_bandwidth_share, 0);
+  EXPECT_TRUE(p.step_curves.empty());
+}
+
+TEST(DeviceProfile, ParsesTheOptionalKeys) {
+  const auto p = parse_device_profile(with_optional(), "good.yaml");
+  EXPECT_DOUBLE_EQ(p.upload_latency, 11e-6);
+  EXPECT_DOUBLE_EQ(p.all_reduce.ll_latency, 1.5e-6);
+  EXPECT_DOUBLE_EQ(p.all_reduce.ll_hop_latency, 0.5e-6);
+  EXPECT_DOUBLE_EQ(p.all_reduce.ll_bandwidth_share, 0.25);
+  EXPECT_EQ(p.all_gather.ll_bandwidth_share, 0);
+  ASSERT_EQ(p.step_curves.size(), 2u);
+  EXPECT_EQ(p.step_curves[0].model, "tgn");
+  ASSERT_EQ(p.step_curves[0].points.size(), 2u);
+  EXPECT_DOUBLE_EQ(p.step_curves[0].points[1].batch, 1200);
+  EXPECT_DOUBLE_EQ(p.step_curves[0].points[1].device_seconds, 0.003);
+  EXPECT_EQ(p.step_curves[1].model, "jodie");
 }
 
 TEST(DeviceProfile, ErrorsNameTheKey) {
@@ -75,6 +117,52 @@ TEST(DeviceProfile, ErrorsNameTheKey) {
       "bad.yaml:8: key 'all_gather' must be a map of bandwidth_gb_s, latency_us and "
       "hop_latency_us");
   EXPECT_NE(error_of("name: [").find("bad.yaml:"), std::string::npos);
+  EXPECT_EQ(error_of(replaced(kGood, "host_threads: 2\n", "")),
+            "bad.yaml: missing key 'host_threads'");
+  EXPECT_EQ(error_of(replaced(kGood, "host_threads: 2", "host_threads: 1.5")),
+            "bad.yaml:9: key 'host_threads' must be a whole number >= 1, got 1.5");
+}
+
+// Bad optional keys: each error names the file, the line and the key.
+TEST(DeviceProfile, OptionalKeyErrorsNameTheKey) {
+  const std::string good = with_optional();
+  ASSERT_EQ(error_of(good), "");
+  const struct {
+    const char* from;
+    const char* to;
+    const char* message;
+  } cases[] = {
+      {"upload_latency_us: 11", "upload_latency_us: -1",
+       "bad.yaml:10: key 'upload_latency_us' must be a number >= 0, got -1"},
+      {", ll_bandwidth_share: 0.25}", "}",
+       "bad.yaml:7: missing key 'all_reduce.ll_bandwidth_share'"},
+      {"ll_bandwidth_share: 0.25}", "ll_bandwidth_share: 2}",
+       "bad.yaml:7: key 'all_reduce.ll_bandwidth_share' must be in (0, 1], got 2"},
+      {"{batch: 1200,", "{batch: 600,",
+       "bad.yaml:14: key 'step_curves.tgn[1].batch' must exceed the previous point's, got 600"},
+      {"device_seconds: 0.003}", "seconds: 0.003}",
+       "bad.yaml:14: unknown key 'step_curves.tgn[1].seconds'"},
+      {"jodie: [{batch: 100, device_seconds: 0.001}]", "jodie: []",
+       "bad.yaml:15: key 'step_curves.jodie' must be a list of {batch, device_seconds} points"},
+      {"{batch: 600, device_seconds: 0.002}", "{batch: 600, device_seconds: 0}",
+       "bad.yaml:13: key 'step_curves.tgn[0].device_seconds' must be a positive number, got 0"},
+  };
+  for (const auto& c : cases) EXPECT_EQ(error_of(replaced(good, c.from, c.to)), c.message) << c.to;
+}
+
+// --profile takes a path as well as a name: a profile in any folder, under any file name.
+TEST(DeviceProfile, LoadsFromAPath) {
+  const auto dir = std::filesystem::temp_directory_path() / "depbloom_profile_path_test";
+  std::filesystem::create_directories(dir);
+  const auto file = dir / "measured.yaml";
+  {
+    std::ofstream out(file);
+    out << with_optional();
+  }
+  const auto p = load_device_profile(file.string());
+  EXPECT_EQ(p.name, "test");
+  EXPECT_EQ(p.step_curves.size(), 2u);
+  std::filesystem::remove_all(dir);
 }
 
 TEST(DeviceProfile, ShippedProfilesLoadByName) {
