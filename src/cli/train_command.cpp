@@ -137,6 +137,7 @@ json model_json(const costmodel::EpochWork& work, const costmodel::WorkModel& wm
           {"label", "modelled"},
           {"stages", stages},
           {"collectives", m.collectives},
+          {"sync_wait", m.sync_wait},  // in the stages: the ranks' wait for the slowest
           {"epoch_seconds", {{"serial", m.serial}, {"pipelined", m.pipelined}}},
           {"bound", train::stage_name(m.bound)}};
 }
