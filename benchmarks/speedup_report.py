@@ -208,7 +208,7 @@ def markdown(groups, head):
     mb = lambda x: None if x is None else x / 1e6
     prof = head["profile"] if head["modelled"] else "no cost model in this build"
     data = (f"the first {head['max_events']} events of each stream" if head["max_events"] > 0
-            else f"synthetic shapes at scale {head['synth_scale']}")
+            else f"WIKI whole, synthetic shapes at scale {head['synth_scale']}")
     lines = [f"Every configuration with the pipeline; batch P x 600 but depbloom-op (its preset's "
              f"per-rank batch and refinement); {head['epochs']} epoch(s); {data}; "
              f"machine: {head['machine']['name']}; commit {str(head['commit'])[:10]}", "",
