@@ -94,9 +94,11 @@ TEST(ConfigDocs, DataMdDocumentsEveryDataKey) {
   const std::string page = read_doc(std::string(DEPBLOOM_SOURCE_DIR) + "/docs/data.md");
   const std::string table = page.substr(0, page.find("## Formats"));
   const std::set<std::string> documented = documented_keys(table, r);
-  for (const auto& s : r.specs())
-    if (s.key.rfind("data.", 0) == 0)
+  for (const auto& s : r.specs()) {
+    if (s.key.rfind("data.", 0) == 0) {
       EXPECT_EQ(documented.count(s.key), 1u) << s.key << " is missing from docs/data.md's table";
+    }
+  }
 }
 
 }  // namespace

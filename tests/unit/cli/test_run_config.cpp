@@ -99,8 +99,11 @@ TEST(RunConfig, AllKeysTogetherRoundTrip) {
   OptionRegistry c = depbloom_options();
   c.set_config(b.config());
   EXPECT_EQ(c.dump_yaml(), a.dump_yaml());
-  for (const OptionSpec& s : a.specs())
-    if (!other_value(s).empty()) EXPECT_NE(c.value(s.key), s.default_value) << s.key;
+  for (const OptionSpec& s : a.specs()) {
+    if (!other_value(s).empty()) {
+      EXPECT_NE(c.value(s.key), s.default_value) << s.key;
+    }
+  }
 }
 
 TEST(RunConfig, DataKeysFillTheLoaderAndSplitSettings) {
