@@ -154,7 +154,7 @@ struct CommandLine {
   std::string config_file, data, out, device;
   std::vector<std::string> sets;
   int64_t threads = -1, seed = -1;
-  std::string resume, eval_only, profile;
+  std::string resume, eval_only, scores, profile;
   bool print_config = false, plan = false;
   int64_t ranks = 1;
 };
@@ -170,6 +170,9 @@ void add_flags(CLI::App& app, CommandLine& cl) {
   app.add_option("--seed", cl.seed, "random seed (sets run.seed)");
   app.add_option("--resume", cl.resume, "continue the run in this folder from its last.ckpt");
   app.add_option("--eval-only", cl.eval_only, "evaluate this checkpoint on the test split");
+  app.add_option("--scores", cl.scores,
+                 "with --eval-only: write each test event's logits into this folder of .npy "
+                 "files (docs/scores.md)");
   app.add_flag("--print-config", cl.print_config, "print the effective config and exit");
   app.add_flag("--plan", cl.plan,
                "print the window plan and the collectives and bytes one epoch of the strategy "
@@ -298,6 +301,8 @@ int run_train(int argc, char** argv) {
     if (cl.ranks > 1 && env.size != cl.ranks && !cl.plan)
       spdlog::warn("--ranks {} ignored: mpirun started {} ranks", cl.ranks, env.size);
     if (!cl.profile.empty() && !cl.plan) DB_THROW(usage, "--profile models a --plan: add --plan");
+    if (!cl.scores.empty() && cl.eval_only.empty())
+      DB_THROW(usage, "--scores dumps an --eval-only test: add --eval-only CKPT");
     const OptionRegistry cfg = effective_config(cl);
     if (cl.print_config) {
       std::fputs(cfg.dump_yaml().c_str(), stdout);
@@ -318,6 +323,7 @@ int run_train(int argc, char** argv) {
     comm = connect_ranks(cfg, env, multi_rank, cmd);
     cmd.resume_dir = cl.resume;
     cmd.eval_ckpt = cl.eval_only;
+    cmd.scores = cl.scores;
     prepare_run_folder(cfg, cmd);
     spdlog::info("depbloom-train: device {}, {} CPU threads{}", cmd.device.str(),
                  backend::cpu_threads(),

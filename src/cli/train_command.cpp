@@ -12,6 +12,7 @@
 
 #include "depbloom/backend/op_counts.h"
 #include "depbloom/cli/device_profile.h"
+#include "depbloom/cli/score_dump.h"
 #include "depbloom/core/timer.h"
 #include "depbloom/costmodel/cost_model.h"
 #include "depbloom/costmodel/epoch_work.h"
@@ -395,7 +396,15 @@ int run_train_command(const OptionRegistry& cfg, const TrainCommand& cmd) {
   }
   const std::string run_dir = cmd.write_files ? cmd.run_dir : std::string();
   if (!cmd.eval_ckpt.empty()) {
+    ScoreDump dump(stream);
+    if (!cmd.scores.empty())
+      trainer.set_score_sink([&dump](const train::ScoredBatch& b) { dump.add(b); });
     auto [test, test_new] = train::test_checkpoint(trainer, cmd.eval_ckpt, run_dir);
+    if (!cmd.scores.empty() && cmd.write_files) {
+      dump.write(cmd.scores);
+      spdlog::info("test scores of {} events written to {} (docs/scores.md)", dump.events(),
+                   cmd.scores);
+    }
     spdlog::info("{}", eval_text("test", test));
     if (test_new.valid) spdlog::info("{}", eval_text("test (new nodes)", test_new));
     return 0;

@@ -23,9 +23,10 @@ Evaluator::Evaluator(StepPipeline& steps, const StepRunner& runner, model::NodeS
 }
 
 // The runner's scores of the last batch into the split's metrics.
-void Evaluator::score_batch(int64_t count) {
+void Evaluator::score_batch(const int64_t* events, int64_t count) {
   const int32_t k = cfg_.eval_negatives;
   const float* scores = runner_.scores().data();
+  if (sink_) sink_({events, count, scores, k, new_node_pass_});
   metrics_.add_batch(scores, static_cast<size_t>(count), scores + count,
                      static_cast<size_t>(k * count));
   if (k <= 1) return;
@@ -55,7 +56,7 @@ EvalResult Evaluator::evaluate(const std::vector<int64_t>& events, uint32_t spli
     steps_.current().split = split_id;
     StepData& d = steps_.run(batch, 0, Pass::evaluate, kEvaluationStages);
     d.step = nullptr;  // `batch` ends here
-    score_batch(batch.count);
+    score_batch(batch.events, batch.count);
   }
   r.valid = true;
   r.events = total;
@@ -77,7 +78,9 @@ std::pair<EvalResult, EvalResult> Evaluator::evaluate_both(const std::vector<int
   if (new_nodes) {
     after_->copy_from(state_);
     state_.copy_from(*before_);
+    new_node_pass_ = true;
     fresh_result = evaluate(fresh, split_id);
+    new_node_pass_ = false;
     state_.copy_from(*after_);
   }
   return {whole, fresh_result};

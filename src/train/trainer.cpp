@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <numeric>
 
 #include "depbloom/backend/op_counts.h"
 #include "depbloom/backend/ops.h"
@@ -14,7 +15,7 @@
 namespace depbloom::train {
 namespace {
 
-constexpr uint32_t kSplitVal = 1, kSplitTest = 2;
+constexpr uint32_t kSplitVal = 1, kSplitTest = 2, kSplitReplay = 3;
 
 std::unique_ptr<graph::NeighbourSampler> make_sampler(const graph::TemporalCsr& csr,
                                                       const TrainerConfig& cfg, int32_t hops) {
@@ -307,6 +308,17 @@ EpochResult Trainer::train_epoch(int epoch, const ProgressFn& progress) {
 std::pair<EvalResult, EvalResult> Trainer::test() {
   writer_->flush();
   return evaluator_->evaluate_both(split_.test, split_.new_node_test, kSplitTest);
+}
+
+void Trainer::replay(int64_t end) {
+  if (end < 0 || end > stream_.num_events())
+    DB_THROW(runtime, "replay to event {} of a {}-event stream", end, stream_.num_events());
+  writer_->flush();
+  state_->reset();
+  std::vector<int64_t> events(static_cast<size_t>(end));
+  std::iota(events.begin(), events.end(), int64_t{0});
+  evaluator_->evaluate(events, kSplitReplay);
+  writer_->flush();
 }
 
 }  // namespace depbloom::train

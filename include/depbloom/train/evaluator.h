@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <utility>
 #include <vector>
@@ -28,6 +29,17 @@ struct EvalResult {
   double seconds = 0.0;
 };
 
+// One scored evaluation batch, as --eval-only --scores dumps it: the logits of the batch's
+// positives, then of negative j of every event (block j, row b), K = eval.negatives.
+struct ScoredBatch {
+  const int64_t* events = nullptr;  // stream rows, ascending
+  int64_t count = 0;
+  const float* scores = nullptr;  // [(1 + k) * count]
+  int32_t k = 0;
+  bool new_nodes = false;  // the new-node pass (from the state before the transductive one)
+};
+using ScoreSink = std::function<void(const ScoredBatch&)>;
+
 class Evaluator {
  public:
   // Runs its batches through `steps` (whose runner scores them) on `state`; backs `state` up
@@ -42,9 +54,11 @@ class Evaluator {
   std::pair<EvalResult, EvalResult> evaluate_both(const std::vector<int64_t>& all,
                                                   const std::vector<int64_t>& fresh,
                                                   uint32_t split_id);
+  // Every later scored batch also goes to `sink` (none: an empty function).
+  void set_score_sink(ScoreSink sink) { sink_ = std::move(sink); }
 
  private:
-  void score_batch(int64_t count);
+  void score_batch(const int64_t* events, int64_t count);
 
   StepPipeline& steps_;
   const StepRunner& runner_;
@@ -54,6 +68,8 @@ class Evaluator {
   SplitMetrics metrics_;
   std::vector<float> neg_scores_;
   double rr_sum_ = 0;
+  ScoreSink sink_;
+  bool new_node_pass_ = false;
 };
 
 }  // namespace depbloom::train

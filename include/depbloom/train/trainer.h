@@ -101,6 +101,12 @@ class Trainer {
   // Test from the current state (the state after validation of the loaded epoch).
   // Returns {transductive, new-node}.
   std::pair<EvalResult, EvalResult> test();
+  // Evaluation passes' scored batches also go to `sink` (--eval-only --scores).
+  void set_score_sink(ScoreSink sink) { evaluator_->set_score_sink(std::move(sink)); }
+  // The node state of the stream's events [0, end) from an empty one: the evaluation pass
+  // over them in eval.batch_size batches from event 0 (no training, the writes applied), as
+  // depbloom-embed replays to a time. Draws negatives for split id 3 (they write nothing).
+  void replay(int64_t end);
 
   // What one training epoch of this config's strategy over `ranks` ranks will exchange: its
   // collectives and accounting, from the planned steps of every rank (no training; every
