@@ -76,6 +76,10 @@ class EmbedTest(unittest.TestCase):
             self.assertEqual(self.rows[row], (u, i, t))
         self.assertAlmostEqual(whole_ap(d["pos"], d["neg"]), test["ap"], delta=1e-12)
         self.assertFalse([n for n in os.listdir(self.tmp) if ".tmp-" in n])
+        # --scores dumps an --eval-only test only.
+        r = subprocess.run([TRAIN, "--scores", scores], capture_output=True, text=True, timeout=60)
+        self.assertEqual(r.returncode, 2)
+        self.assertIn("--eval-only", r.stdout + r.stderr)
 
     def test_all_nodes_at_a_time(self):
         at = self.rows[1500][2]
