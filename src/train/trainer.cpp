@@ -15,6 +15,8 @@ namespace depbloom::train {
 namespace {
 
 constexpr uint32_t kSplitVal = 1, kSplitTest = 2;
+// The replay's evaluation negatives are drawn (the pass scores them) but nothing reads them.
+constexpr uint32_t kSplitReplay = 3;
 
 std::unique_ptr<graph::NeighbourSampler> make_sampler(const graph::TemporalCsr& csr,
                                                       const TrainerConfig& cfg, int32_t hops) {
@@ -307,6 +309,13 @@ EpochResult Trainer::train_epoch(int epoch, const ProgressFn& progress) {
 std::pair<EvalResult, EvalResult> Trainer::test() {
   writer_->flush();
   return evaluator_->evaluate_both(split_.test, split_.new_node_test, kSplitTest);
+}
+
+void Trainer::replay(const std::vector<int64_t>& events, int64_t batch_size,
+                     const Evaluator::BatchFn& each) {
+  writer_->flush();
+  state_->reset();
+  evaluator_->forward(events, kSplitReplay, batch_size, each);
 }
 
 }  // namespace depbloom::train

@@ -101,6 +101,11 @@ class Trainer {
   // Test from the current state (the state after validation of the loaded epoch).
   // Returns {transductive, new-node}.
   std::pair<EvalResult, EvalResult> test();
+  // From a reset node state, evaluation's forward pass over `events` (ascending) in batches
+  // of `batch_size`, each batch handed to `each`: the parameters frozen, the writes applied
+  // as evaluation applies them (node classification's embedding pass).
+  void replay(const std::vector<int64_t>& events, int64_t batch_size,
+              const Evaluator::BatchFn& each);
 
   // What one training epoch of this config's strategy over `ranks` ranks will exchange: its
   // collectives and accounting, from the planned steps of every rank (no training; every
