@@ -21,6 +21,7 @@
 #include <memory>
 
 #include "depbloom/backend/runtime.h"
+#include "depbloom/cli/classify_command.h"
 #include "depbloom/cli/options.h"
 #include "depbloom/cli/train_command.h"
 #include "depbloom/core/error.h"
@@ -154,7 +155,7 @@ struct CommandLine {
   std::string config_file, data, out, device;
   std::vector<std::string> sets;
   int64_t threads = -1, seed = -1;
-  std::string resume, eval_only, scores, profile;
+  std::string resume, eval_only, scores, classify, profile;
   bool print_config = false, plan = false;
   int64_t ranks = 1;
 };
@@ -173,6 +174,9 @@ void add_flags(CLI::App& app, CommandLine& cl) {
   app.add_option("--scores", cl.scores,
                  "with --eval-only: write each test event's logits into this folder of .npy "
                  "files (docs/scores.md)");
+  app.add_option("--classify", cl.classify,
+                 "train a node classifier on this link-prediction checkpoint's frozen "
+                 "embeddings (classify.* keys; docs/node_classification.md)");
   app.add_flag("--print-config", cl.print_config, "print the effective config and exit");
   app.add_flag("--plan", cl.plan,
                "print the window plan and the collectives and bytes one epoch of the strategy "
@@ -190,16 +194,16 @@ void add_flags(CLI::App& app, CommandLine& cl) {
 // flags, in that order.
 OptionRegistry effective_config(const CommandLine& cl) {
   OptionRegistry cfg = depbloom_options();
-  if (!cl.resume.empty() && !cl.eval_only.empty())
-    DB_THROW(usage, "--resume and --eval-only exclude each other");
+  if (int(!cl.resume.empty()) + int(!cl.eval_only.empty()) + int(!cl.classify.empty()) > 1)
+    DB_THROW(usage, "--resume, --eval-only and --classify exclude each other");
+  const std::string& ckpt = cl.eval_only.empty() ? cl.classify : cl.eval_only;
   if (!cl.resume.empty()) {
     // The run's own config; --set may still change keys that keep the model (epochs).
     cfg.load_yaml_file((fs::path(cl.resume) / "config.yaml").string());
     cfg.set_value("run.out", cl.resume);
-  } else if (!cl.eval_only.empty()) {
-    Checkpoint ckpt = read_checkpoint(cl.eval_only);
-    cfg.load_yaml_string(ckpt.config_text, cl.eval_only + " (its saved config)");
-    cfg.set_value("run.out", fs::path(cl.eval_only).parent_path().string());
+  } else if (!ckpt.empty()) {
+    cfg.load_yaml_string(read_checkpoint(ckpt).config_text, ckpt + " (its saved config)");
+    cfg.set_value("run.out", fs::path(ckpt).parent_path().string());
   }
   if (!cl.config_file.empty()) cfg.load_yaml_file(cl.config_file);
   cfg.apply_sets(cl.sets);
@@ -255,7 +259,7 @@ void prepare_run_folder(const OptionRegistry& cfg, TrainCommand& cmd) {
     fs::create_directories(run_dir, ec);
     if (ec)
       DB_THROW(runtime, "cannot create the run folder {}: {}", run_dir.string(), ec.message());
-    if (cmd.eval_ckpt.empty()) cfg.write_effective_config((run_dir / "config.yaml").string());
+    if (cmd.eval_ckpt.empty() && cmd.classify_ckpt.empty()) cfg.write_effective_config((run_dir / "config.yaml").string());
   }
   spdlog::info("effective config (saved in {}):\n{}", (run_dir / "config.yaml").string(),
                cfg.dump_yaml());
@@ -324,13 +328,14 @@ int run_train(int argc, char** argv) {
     cmd.resume_dir = cl.resume;
     cmd.eval_ckpt = cl.eval_only;
     cmd.scores = cl.scores;
+    cmd.classify_ckpt = cl.classify;
     prepare_run_folder(cfg, cmd);
     spdlog::info("depbloom-train: device {}, {} CPU threads{}", cmd.device.str(),
                  backend::cpu_threads(),
                  comm ? fmt::format(", {} ranks over {} ({})", comm->size(), comm->name(),
                                     c.trainer.strategy.name)
                       : std::string());
-    int rc = run_train_command(cfg, cmd);
+    int rc = cmd.classify_ckpt.empty() ? run_train_command(cfg, cmd) : run_classify_command(cfg, cmd);
     spdlog::info("run folder: {}", cmd.run_dir);
     return rc;
   } catch (const Error& e) {

@@ -320,6 +320,23 @@ void declare_eval_run_dist(OptionRegistry& r) {
          "waits forever");
 }
 
+// depbloom-train --classify: the node classifier trained on a checkpoint's frozen embeddings.
+void declare_classify(OptionRegistry& r) {
+  r.bind("classify.epochs", FIELD(classify.epochs),
+         "--classify: most epochs of the decoder over the stored embeddings", 1);
+  r.bind("classify.lr", FIELD(classify.lr), "--classify: the decoder's Adam learning rate");
+  r.bind("classify.hidden", FIELD(classify.hidden),
+         "--classify: the MLP decoder's hidden widths (ReLU between layers, one logit out)", 1);
+  r.bind("classify.patience", FIELD(classify.patience),
+         "--classify: stop after this many epochs without a validation ROC-AUC gain (0: never)",
+         0);
+  r.bind("classify.batch_size", FIELD(classify.batch_size),
+         "--classify: labelled events per decoder mini-batch", 1);
+  r.bind("classify.labels", FIELD(classify.labels),
+         "--classify: a file of node,time,label lines (empty: the stream's label column, "
+         "JODIE's state_label; docs/node_classification.md)");
+}
+
 #undef FIELD
 
 }  // namespace
@@ -329,6 +346,7 @@ void declare_depbloom_options(OptionRegistry& r) {
   declare_gnn_train(r);
   declare_data(r);
   declare_eval_run_dist(r);
+  declare_classify(r);
 }
 
 OptionRegistry depbloom_options() {

@@ -175,7 +175,9 @@ EmbedResult export_embeddings(const EmbedRequest& req) {
   trainer.load(ckpt);
   const auto end = static_cast<int64_t>(
       std::upper_bound(stream.ts.begin(), stream.ts.end(), req.at) - stream.ts.begin());
-  trainer.replay(end);
+  std::vector<int64_t> events(static_cast<size_t>(end));
+  std::iota(events.begin(), events.end(), int64_t{0});
+  trainer.replay(events, tc.eval_batch_size);
   write_export(req, sha, cfg, trainer, nodes, end);
   return {end, static_cast<int64_t>(nodes.size())};
 }

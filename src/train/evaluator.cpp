@@ -40,6 +40,22 @@ void Evaluator::score_batch(const int64_t* events, int64_t count) {
              static_cast<double>(count);
 }
 
+void Evaluator::forward(const std::vector<int64_t>& events, uint32_t split_id, int64_t batch_size,
+                        const BatchFn& each) {
+  const auto total = static_cast<int64_t>(events.size());
+  for (int64_t begin = 0; begin < total; begin += batch_size) {
+    ScheduledStep batch;
+    batch.index = -1;
+    batch.events = events.data() + begin;
+    batch.count = batch.global_count = std::min(batch_size, total - begin);
+    batch.first_event = batch.events[0];
+    steps_.current().split = split_id;
+    StepData& d = steps_.run(batch, 0, Pass::evaluate, kEvaluationStages);
+    if (each) each(begin, batch.count, d);
+    d.step = nullptr;  // `batch` ends here
+  }
+}
+
 EvalResult Evaluator::evaluate(const std::vector<int64_t>& events, uint32_t split_id) {
   EvalResult r;
   if (events.empty()) return r;
@@ -47,17 +63,10 @@ EvalResult Evaluator::evaluate(const std::vector<int64_t>& events, uint32_t spli
   const auto total = static_cast<int64_t>(events.size());
   metrics_.clear();
   rr_sum_ = 0;
-  for (int64_t begin = 0; begin < total; begin += cfg_.eval_batch_size) {
-    ScheduledStep batch;
-    batch.index = -1;
-    batch.events = events.data() + begin;
-    batch.count = batch.global_count = std::min(cfg_.eval_batch_size, total - begin);
-    batch.first_event = batch.events[0];
-    steps_.current().split = split_id;
-    StepData& d = steps_.run(batch, 0, Pass::evaluate, kEvaluationStages);
-    d.step = nullptr;  // `batch` ends here
-    score_batch(batch.events, batch.count);
-  }
+  forward(events, split_id, cfg_.eval_batch_size,
+          [&](int64_t begin, int64_t count, const StepData&) {
+            score_batch(events.data() + begin, count);
+          });
   r.valid = true;
   r.events = total;
   r.batches = (total + cfg_.eval_batch_size - 1) / cfg_.eval_batch_size;

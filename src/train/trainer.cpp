@@ -4,7 +4,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <numeric>
 
 #include "depbloom/backend/op_counts.h"
 #include "depbloom/backend/ops.h"
@@ -15,7 +14,9 @@
 namespace depbloom::train {
 namespace {
 
-constexpr uint32_t kSplitVal = 1, kSplitTest = 2, kSplitReplay = 3;
+constexpr uint32_t kSplitVal = 1, kSplitTest = 2;
+// The replay's evaluation negatives are drawn (the pass scores them) but nothing reads them.
+constexpr uint32_t kSplitReplay = 3;
 
 std::unique_ptr<graph::NeighbourSampler> make_sampler(const graph::TemporalCsr& csr,
                                                       const TrainerConfig& cfg, int32_t hops) {
@@ -310,15 +311,12 @@ std::pair<EvalResult, EvalResult> Trainer::test() {
   return evaluator_->evaluate_both(split_.test, split_.new_node_test, kSplitTest);
 }
 
-void Trainer::replay(int64_t end) {
-  if (end < 0 || end > stream_.num_events())
-    DB_THROW(runtime, "replay to event {} of a {}-event stream", end, stream_.num_events());
+void Trainer::replay(const std::vector<int64_t>& events, int64_t batch_size,
+                     const Evaluator::BatchFn& each) {
   writer_->flush();
   state_->reset();
-  std::vector<int64_t> events(static_cast<size_t>(end));
-  std::iota(events.begin(), events.end(), int64_t{0});
-  evaluator_->evaluate(events, kSplitReplay);
-  writer_->flush();
+  evaluator_->forward(events, kSplitReplay, batch_size, each);
+  writer_->flush();  // the last batch's writes, before anyone reads the state
 }
 
 }  // namespace depbloom::train

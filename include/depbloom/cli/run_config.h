@@ -14,6 +14,7 @@
 #include "depbloom/data/loader.h"
 #include "depbloom/data/split.h"
 #include "depbloom/train/fit.h"
+#include "depbloom/train/node_classifier.h"
 #include "depbloom/train/trainer.h"
 
 namespace depbloom::cli {
@@ -97,6 +98,7 @@ struct RunConfig {
   DataSection data;
   RunSection run;
   DistSection dist;
+  train::ClassifySettings classify;  // --classify (docs/node_classification.md)
 };
 
 // The names the config gives each choice.

@@ -18,6 +18,7 @@ struct TrainCommand {
   std::string resume_dir;  // --resume: continue the run in this folder
   std::string eval_ckpt;   // --eval-only: evaluate this checkpoint
   std::string scores;      // --eval-only --scores: dump the test logits into this folder
+  std::string classify_ckpt;  // --classify: node classification on this one (classify_command.h)
   // Strict data-parallel training over comm's ranks (null: one rank). Only the rank with
   // write_files writes metrics.jsonl and checkpoints (rank 0).
   dist::Communicator* comm = nullptr;

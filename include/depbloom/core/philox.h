@@ -24,6 +24,7 @@ enum class RngPurpose : uint32_t {
   new_nodes = 6,
   synth = 7,
   coherence = 8,
+  classify = 9,  // node classification's mini-batch shuffles
   test = 99,
 };
 

@@ -47,7 +47,14 @@ class Evaluator {
   Evaluator(StepPipeline& steps, const StepRunner& runner, model::NodeState& state,
             const TrainerConfig& cfg, size_t eval_events);
 
-  // One pass over `events` (stream rows, ascending) with `split_id`'s negatives.
+  // What forward() hands on after each batch: the batch's first position in its event list,
+  // its event count and its stage outputs (emb: the roots' embeddings, sources first).
+  using BatchFn = std::function<void(int64_t begin, int64_t count, const StepData& d)>;
+  // The evaluation pass over `events` (stream rows, ascending) with `split_id`'s negatives in
+  // batches of `batch_size`, each batch's writes applied, every batch handed to `each`.
+  void forward(const std::vector<int64_t>& events, uint32_t split_id, int64_t batch_size,
+               const BatchFn& each);
+  // One scored pass (forward in batches of eval.batch_size) over `events`.
   EvalResult evaluate(const std::vector<int64_t>& events, uint32_t split_id);
   // The transductive pass over `all`, then (when new_nodes and `fresh` is not empty) the
   // new-node pass over `fresh` from the state before it; the state ends as `all` left it.

@@ -103,10 +103,12 @@ class Trainer {
   std::pair<EvalResult, EvalResult> test();
   // Evaluation passes' scored batches also go to `sink` (--eval-only --scores).
   void set_score_sink(ScoreSink sink) { evaluator_->set_score_sink(std::move(sink)); }
-  // The node state of the stream's events [0, end) from an empty one: the evaluation pass
-  // over them in eval.batch_size batches from event 0 (no training, the writes applied), as
-  // depbloom-embed replays to a time. Draws negatives for split id 3 (they write nothing).
-  void replay(int64_t end);
+  // From a reset node state, evaluation's forward pass over `events` (ascending) in batches
+  // of `batch_size`, each batch handed to `each`: the parameters frozen, the writes applied
+  // as evaluation applies them (node classification's embedding pass; depbloom-embed's
+  // replay to a time, with no `each`).
+  void replay(const std::vector<int64_t>& events, int64_t batch_size,
+              const Evaluator::BatchFn& each = {});
 
   // What one training epoch of this config's strategy over `ranks` ranks will exchange: its
   // collectives and accounting, from the planned steps of every rank (no training; every

@@ -11,6 +11,7 @@
 #include <filesystem>
 #include <fstream>
 #include <memory>
+#include <numeric>
 #include <string>
 #include <vector>
 
@@ -68,7 +69,9 @@ class EmbedExport : public ::testing::Test {
         std::upper_bound(stream_.ts.begin(), stream_.ts.end(), at) - stream_.ts.begin();
     EXPECT_EQ(r.events, end);
     trainer_->load(ckpt_);
-    trainer_->replay(end);
+    std::vector<int64_t> events(static_cast<size_t>(end));
+    std::iota(events.begin(), events.end(), int64_t{0});
+    trainer_->replay(events, trainer_->config().eval_batch_size);
     const auto d = static_cast<size_t>(trainer_->state().memory_dim());
     const std::vector<float> memory = host_floats(trainer_->state().memory());
     const std::vector<float> last = host_floats(trainer_->state().last_update());
