@@ -150,11 +150,14 @@ void BM_EvalNegatives(benchmark::State& state) {
 
 // The training step's sample stage on the host, as Trainer::sample runs it: the negatives,
 // BatchPlanner's plan (TGN: 10 most recent neighbours on one hop) and BatchStager's inputs
-// from a NodeState of TGN's widths, over every batch of 600 events, one thread. Reports
-// roots and slots per second (the cost model's host_plan_per_s).
+// from a NodeState of TGN's widths, over every batch of 600 events; range(0) = OpenMP
+// threads, 0 = all cores (a GPU run plans inline with the whole team; a pipelined CPU run
+// plans ahead on the side thread with one). Reports roots and slots per second (the cost
+// model's host_plan_per_s at 1 thread; host_threads scales it).
 void BM_PlanPass(benchmark::State& state) {
   const WikiPass& pass = *wiki_pass();
-  omp_set_num_threads(1);
+  const int threads = state.range(0) > 0 ? static_cast<int>(state.range(0)) : omp_get_num_procs();
+  omp_set_num_threads(threads);
   RecentSampler sampler(pass.csr, 10, 1);
   depbloom::train::PlanConfig cfg;
   cfg.hops = 1;
@@ -185,8 +188,9 @@ void BM_PlanPass(benchmark::State& state) {
   }
   state.counters["planned/s"] =
       benchmark::Counter(planned, benchmark::Counter::kIsIterationInvariantRate);
+  state.counters["threads"] = threads;
 }
-BENCHMARK(BM_PlanPass)->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK(BM_PlanPass)->Arg(1)->Arg(0)->ArgName("threads")->Unit(benchmark::kMillisecond)->UseRealTime();
 
 // Args: {threads, hops}. The 1-hop recent pass is the one compared with TGL.
 BENCHMARK(BM_RecentPass)

@@ -61,7 +61,7 @@ calibrate() {
   "$bench/bench_memory" --benchmark_min_time=0.5 --benchmark_format=json > "$tmp/memory.json"
   log "host planning"
   # (its log lines go to stdout too: keep the JSON only)
-  "$bench/bench_sampler" --benchmark_filter=BM_PlanPass --benchmark_format=json \
+  "$bench/bench_sampler" --benchmark_filter='BM_PlanPass/threads:1$' --benchmark_format=json \
     | grep -v '^\[20' > "$tmp/plan.json"
   log "MPI shared-memory link (2 ranks)"
   mpirun --oversubscribe -np 2 "$bench/bench_comm" > "$tmp/comm.jsonl"

@@ -31,7 +31,8 @@ op_launch_us: {op_us:.4f}
 # bench_sampler BM_PlanPass: the sample stage (negatives, plan, staged inputs) over WIKI
 # (600 events, 1 negative, 10 recent neighbours), roots + slots per second, one thread.
 host_plan_per_s: {plan:.0f}
-# One thread plans each rank's steps (the sample stage is single-threaded).
+# One thread: a pipelined CPU rank plans ahead on its side thread with one (BM_PlanPass/
+# threads:0 gives the rate of the whole team, which a GPU run plans with inline).
 host_threads: 1
 # The host is the device: staged inputs are not copied.
 host_to_device_gb_s: 0

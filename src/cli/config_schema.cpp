@@ -82,7 +82,9 @@ void declare_sampling_memory(OptionRegistry& r) {
   r.bind("sampling.duration", FIELD(sampling.duration),
          "TGL's snapshot duration; only 0 (no snapshots) is supported", 0);
   r.bind("sampling.num_thread", FIELD(sampling.num_thread),
-         "TGL's sampler threads; DepBloom uses run.threads, this key is accepted and ignored", 0);
+         "TGL's sampler threads, accepted and ignored: the sample stage runs on the OpenMP team "
+         "(run.threads), or on one thread where a pipelined CPU rank plans ahead on its side "
+         "thread (docs/cost_model.md)", 0);
 
   r.bind("memory.type", FIELD(memory.type), memory_type_names(),
          "node: per-node memory; none: memory-less TGAT-style model");

@@ -4,12 +4,15 @@
 // Trainer's schedule lookahead yields the plans its steps then run (uniform sampling and
 // dropout included).
 #include <gtest/gtest.h>
+#include <omp.h>
 
 #include <algorithm>
 #include <map>
+#include <numeric>
 #include <set>
 #include <vector>
 
+#include "depbloom/graph/negative_sampler.h"
 #include "depbloom/graph/neighbour_sampler.h"
 #include "depbloom/graph/temporal_csr.h"
 #include "depbloom/model/node_state.h"
@@ -255,6 +258,38 @@ TEST(BatchPlan, LookaheadPlansAreThePlansTheStepsRun) {
     EXPECT_TRUE(same_plan(trainer.last_plan(), predicted[i])) << "step " << i;
     EXPECT_GT(trainer.last_plan().memory_rows(), 0);
   }
+}
+
+// The sample stage uses the process's OpenMP team (negatives and neighbour sampling split
+// their rows across it): the whole plan of a step must not depend on the team's size, or
+// the strict-equals-one-device and step-runner traces would move with run.threads.
+TEST(BatchPlan, APlanIsTheSameForAnyThreadCount) {
+  const data::EventStream stream = dbtraintest::tiny_stream(5, 4000, 300, 0);
+  const graph::TemporalCsr csr = graph::TemporalCsr::build(stream);
+  const graph::UniformSampler sampler(csr, 10, 2, 99);  // draws: keyed, not per thread
+  const graph::TrainNegativeSampler negatives(stream, 17);
+  PlanConfig cfg;
+  cfg.hops = 2;
+  cfg.neighbours = 10;
+  cfg.deliver_to_neighbours = true;
+  BatchPlanner planner(stream, cfg);
+  std::vector<int64_t> events(1800);  // 5,400 hop-0 roots: above the parallel threshold
+  std::iota(events.begin(), events.end(), int64_t{2000});
+  const auto count = static_cast<int64_t>(events.size());
+  const auto plan_with = [&](int threads) {
+    const int before = omp_get_max_threads();
+    omp_set_num_threads(threads);
+    std::vector<int32_t> drawn(events.size());
+    negatives.sample_events(events.data(), count, 1, 3, drawn.data());
+    BatchPlan p;
+    planner.plan_batch(p, events.data(), count, drawn.data(), 1, 3, &sampler);
+    omp_set_num_threads(before);
+    return p;
+  };
+  const BatchPlan one = plan_with(1);
+  const graph::Block& deep = one.blocks.hop(1);
+  EXPECT_GT(std::count(deep.mask, deep.mask + deep.num_slots(), uint8_t{1}), 1000);
+  for (int threads : {2, 3}) EXPECT_TRUE(same_plan(plan_with(threads), one)) << threads;
 }
 
 }  // namespace
