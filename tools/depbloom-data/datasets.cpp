@@ -25,7 +25,8 @@ const char* const kSnap = "SNAP, snap.stanford.edu/data";
 const char* const kMotifs = "Paranjape, Benson, Leskovec: Motifs in Temporal Networks, WSDM 2017";
 const char* const kTgb = "TGB, tgb.complexdatalab.com (TGB's tgb/utils/info.py)";
 const char* const kTgbPaper =
-    "Huang et al.: Temporal Graph Benchmark for Machine Learning on Graphs, NeurIPS 2023";
+    "Huang et al.: Temporal Graph Benchmark for Machine Learning on Temporal Graphs, NeurIPS "
+    "2023";
 const char* const kNone = "none stated";
 
 Dataset jodie(const char* name, const char* size, int64_t events, const char* config) {
@@ -104,6 +105,19 @@ std::vector<Dataset> builtin_table() {
   uc.header = "%";
   uc.events = 59835;
   t.push_back(uc);
+  // The signed-rating stream beside the loaders' KONECT fixture (../shared/data has a copy).
+  Dataset otc = uc;
+  otc.name = "konect-bitcoinotc";
+  otc.url = "http://konect.cc/files/download.tsv.soc-sign-bitcoinotc.tar.bz2";
+  otc.file = "soc-sign-bitcoinotc/out.soc-sign-bitcoinotc";
+  otc.publisher = "KONECT, konect.cc/networks/soc-sign-bitcoinotc";
+  otc.paper =
+      "Kumar, Spezzano, Subrahmanian, Faloutsos: Edge Weight Prediction in Weighted Signed "
+      "Networks, ICDM 2016";
+  otc.licence = kNone;  // its KONECT README states none
+  otc.size = "~1 MB";
+  otc.events = 35592;
+  t.push_back(otc);
   // TGB's link-prediction sets: the edge list and the fixed negatives (pickles) in one zip.
   t.push_back(tgb("tgbl-wiki", "tgbl-wiki-v2.zip", "tgbl-wiki_edgelist_v2.csv"));
   t.back().config = "configs/tgn-tgbl-wiki.yaml";
