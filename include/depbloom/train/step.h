@@ -86,6 +86,10 @@ struct StepData {
   uint32_t epoch = 0;                   // input: negatives and dropout are drawn for it
   Pass pass = Pass::train;              // input
   uint32_t split = 0;                   // input (evaluation): the split its negatives are of
+  // input (evaluation): `negatives_k` negatives per event, event-major, in place of the
+  // split's (depbloom-stream's queries); negatives_k < 0: the split's.
+  const int32_t* negatives = nullptr;
+  int32_t negatives_k = -1;
   BatchPlan plan;                       // sample
   StagedBatch staged;                   // sample
   model::MemoryRows rows;               // gather
