@@ -5,8 +5,10 @@
 // order and over-capacity lines are rejected with their line number and change nothing.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <cstring>
 #include <filesystem>
+#include <fstream>
 #include <map>
 #include <memory>
 #include <string>
@@ -38,13 +40,33 @@ uint32_t bits(float x) {
   return b;
 }
 
-class StreamScores : public ::testing::Test {
+// The first `rows` events of the shipped WIKI stream (which has no edge features) with `d`
+// made-up feature columns after its label, as a JODIE file.
+std::string with_features(const fs::path& out, int64_t rows, int d) {
+  std::ifstream in(std::string(DEPBLOOM_SOURCE_DIR) + "/data/wikipedia/wikipedia_edges.csv");
+  std::ofstream os(out);
+  std::string line;
+  std::getline(in, line);
+  os << line << "\n";
+  for (int64_t r = 0; r < rows && std::getline(in, line); ++r) {
+    if (!line.empty() && line.back() == '\r') line.pop_back();
+    os << line;
+    for (int j = 0; j < d; ++j) os << "," << std::sin(0.37 * static_cast<double>(r) + j);
+    os << "\n";
+  }
+  return out.string();
+}
+
+// Parameter: the stream's edge-feature columns.
+class StreamScores : public ::testing::TestWithParam<int> {
  protected:
   void SetUp() override {
     dir_ = fs::temp_directory_path() / ("depbloom-stream-" + std::to_string(::getpid()));
     fs::create_directories(dir_);
     cfg_.set_value("data.path",
-                   std::string(DEPBLOOM_SOURCE_DIR) + "/data/wikipedia/wikipedia_edges.csv");
+                   GetParam() == 0
+                       ? std::string(DEPBLOOM_SOURCE_DIR) + "/data/wikipedia/wikipedia_edges.csv"
+                       : with_features(dir_ / "wiki.csv", 2000, GetParam()));
     cfg_.set_value("data.max_events", int64_t{2000});
     cfg_.set_value("data.cache", false);
     cfg_.set_value("eval.negatives", int64_t{kNegatives});
@@ -111,7 +133,8 @@ class StreamScores : public ::testing::Test {
   std::vector<int32_t> negatives_;                  // [test, K]
 };
 
-TEST_F(StreamScores, GroupsBeforeEachEventGiveEvalOnlyScoresBitForBit) {
+
+TEST_P(StreamScores, GroupsBeforeEachEventGiveEvalOnlyScoresBitForBit) {
   std::vector<std::string> lines;
   std::vector<std::pair<int64_t, int32_t>> asked;  // (test event, 0 positive / j + 1)
   for (size_t n = 0; n < split_.test.size(); ++n) {
@@ -127,6 +150,7 @@ TEST_F(StreamScores, GroupsBeforeEachEventGiveEvalOnlyScoresBitForBit) {
   }
   StreamStats stats;
   const std::map<int64_t, float> got = run(lines, &stats);
+  EXPECT_EQ(stream_.edge_dim, GetParam());
   ASSERT_EQ(expected_.size(), split_.test.size());
   EXPECT_EQ(stats.events, static_cast<int64_t>(split_.test.size()));
   EXPECT_EQ(stats.one_pass_batches, stats.batches);
@@ -145,7 +169,7 @@ TEST_F(StreamScores, GroupsBeforeEachEventGiveEvalOnlyScoresBitForBit) {
 }
 
 // Positives asked after their event are no event's group: their own pass over the same state.
-TEST_F(StreamScores, LooseQueriesGetTheSameScoresUpToRounding) {
+TEST_P(StreamScores, LooseQueriesGetTheSameScoresUpToRounding) {
   std::vector<std::string> lines;
   std::vector<int64_t> asked;
   for (int64_t e : split_.test) {
@@ -171,7 +195,7 @@ TEST_F(StreamScores, LooseQueriesGetTheSameScoresUpToRounding) {
   EXPECT_GT(compared, 100);
 }
 
-TEST_F(StreamScores, BadLinesAreRejectedWithTheirNumberAndChangeNothing) {
+TEST_P(StreamScores, BadLinesAreRejectedWithTheirNumberAndChangeNothing) {
   const int64_t e = split_.test.front();
   const std::string good = event_line(e);
   const std::string q = query_line(e, stream_.dst[static_cast<size_t>(e)]);
@@ -207,6 +231,8 @@ TEST_F(StreamScores, BadLinesAreRejectedWithTheirNumberAndChangeNothing) {
     EXPECT_EQ(s.stats().new_nodes, 0) << c.line;
   }
 }
+
+INSTANTIATE_TEST_SUITE_P(EdgeFeatures, StreamScores, ::testing::Values(0, 4));
 
 TEST(StreamLatency, NearestRank) {
   std::vector<double> v = {5, 1, 4, 2, 3};
