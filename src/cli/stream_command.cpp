@@ -66,7 +66,9 @@ class InputLoop {
       }
       if (n == 0) {
         if (!follow_) break;
-        ::poll(nullptr, 0, 50);  // a followed file: wait for it to grow
+        // A followed file: wait for it to grow, or for the pending batch to be due.
+        const int due = due_in_ms();
+        ::poll(nullptr, 0, due < 0 ? 50 : std::min(50, due));
         apply_if_due();
         continue;
       }
@@ -82,18 +84,20 @@ class InputLoop {
   }
 
  private:
+  // Milliseconds until the pending part batch is due (-1: none is pending or no delay).
+  int due_in_ms() const {
+    const int64_t delay = session_.config().stream.max_delay_ms;
+    if (delay <= 0 || !session_.has_pending()) return -1;
+    const auto due = session_.first_pending_at() + std::chrono::milliseconds(delay);
+    const auto left =
+        std::chrono::duration_cast<std::chrono::milliseconds>(due - StreamClock::now());
+    return static_cast<int>(std::max<int64_t>(0, left.count()));
+  }
+
   // Waits for input until the pending part batch is due; false when nothing came.
   bool wait_readable() {
-    const int64_t delay = session_.config().stream.max_delay_ms;
-    int timeout = -1;
-    if (delay > 0 && session_.has_pending()) {
-      const auto due = session_.first_pending_at() + std::chrono::milliseconds(delay);
-      const auto left =
-          std::chrono::duration_cast<std::chrono::milliseconds>(due - StreamClock::now());
-      timeout = static_cast<int>(std::max<int64_t>(0, left.count()));
-    }
     pollfd p{fd_, POLLIN, 0};
-    const int r = ::poll(&p, 1, timeout);
+    const int r = ::poll(&p, 1, due_in_ms());
     if (r < 0 && errno != EINTR) DB_THROW(runtime, "waiting for input: {}", std::strerror(errno));
     if (r == 0) apply_if_due();
     return r > 0;
@@ -110,8 +114,7 @@ class InputLoop {
 
   void take_lines() {
     size_t start = 0;
-    for (size_t nl = buffer_.find('\n'); nl != std::string::npos;
-         nl = buffer_.find('\n', start)) {
+    for (size_t nl = buffer_.find('\n'); nl != std::string::npos; nl = buffer_.find('\n', start)) {
       take(buffer_.substr(start, nl - start));
       start = nl + 1;
     }
@@ -145,8 +148,8 @@ void report(const StreamSession& session, double seconds) {
       "events/s; {} queries answered, latency p50 {:.3f} ms, p99 {:.3f} ms; {} lines "
       "rejected; {} new nodes",
       s.events, s.batches, s.one_pass_batches, seconds,
-      seconds > 0 ? static_cast<double>(s.events) / seconds : 0.0, s.queries, p50, p99,
-      s.rejected, s.new_nodes);
+      seconds > 0 ? static_cast<double>(s.events) / seconds : 0.0, s.queries, p50, p99, s.rejected,
+      s.new_nodes);
 }
 
 int stream(const StreamRequest& req) {
@@ -158,13 +161,15 @@ int stream(const StreamRequest& req) {
   });
   const int fd = req.input == "-" ? 0 : ::open(req.input.c_str(), O_RDONLY);
   if (fd < 0) DB_THROW(data, "{}: cannot open: {}", req.input, std::strerror(errno));
-  spdlog::info("depbloom-stream: {} loaded events (before the test split), batches of {}; "
-               "reading {}",
-               session.loaded_events(), session.config().stream.batch_size,
-               req.input == "-" ? std::string("standard input") : req.input);
+  spdlog::info(
+      "depbloom-stream: {} loaded events (before the test split), batches of {}; "
+      "reading {}",
+      session.loaded_events(), session.config().stream.batch_size,
+      req.input == "-" ? std::string("standard input") : req.input);
   const StreamClock::time_point start = StreamClock::now();
   InputLoop(session, fd, req.follow).run();
   if (fd != 0) ::close(fd);
+  if (g_signal != 0) spdlog::info("depbloom-stream: signal {}: applying what was read", g_signal);
   session.flush();
   std::fflush(stdout);
   report(session, std::chrono::duration<double>(StreamClock::now() - start).count());

@@ -81,8 +81,8 @@ StreamSession::StreamSession(const std::string& checkpoint, const std::string& d
   // The checkpoint's state has seen training and validation: the session starts after them.
   base_events_ = split_.test.empty() ? stream_.num_events() : split_.test.front();
   data::keep_first_events(stream_, base_events_);
-  for (auto* v : {&split_.train, &split_.val, &split_.test, &split_.new_node_val,
-                  &split_.new_node_test})
+  for (auto* v :
+       {&split_.train, &split_.val, &split_.test, &split_.new_node_val, &split_.new_node_test})
     keep_before(*v, base_events_);
   loaded_nodes_ = next_new_ = stream_.num_nodes;
   for (int32_t v = 0; v < loaded_nodes_; ++v) {
@@ -116,7 +116,8 @@ void StreamSession::resolve(int64_t s, int64_t d, int64_t line, int32_t& src, in
   const bool same = src < 0 && dst < 0 && !stream_.bipartite && s == d;
   const int64_t wanted = (src < 0 ? 1 : 0) + (dst < 0 ? 1 : 0) - (same ? 1 : 0);
   if (next_new_ + wanted > stream_.num_nodes)
-    DB_THROW(data, "line {}: a node id new to the stream, and the stream.new_node_capacity of {} "
+    DB_THROW(data,
+             "line {}: a node id new to the stream, and the stream.new_node_capacity of {} "
              "new nodes is used up",
              line, cfg_.config().stream.new_node_capacity);
   if (src < 0) src = assign(s, false);
@@ -158,8 +159,7 @@ void StreamSession::add_line(const std::string& text, int64_t line,
 void StreamSession::add_query(const std::vector<std::string>& fields, int64_t line,
                               StreamClock::time_point read_at) {
   if (fields.size() != 4)
-    DB_THROW(data, "line {}: a query is '?,src,dst,time' (4 fields), got {}", line,
-             fields.size());
+    DB_THROW(data, "line {}: a query is '?,src,dst,time' (4 fields), got {}", line, fields.size());
   const int64_t s = parse_id(fields[1], line, "source");
   const int64_t d = parse_id(fields[2], line, "destination");
   const double t = parse_number(fields[3], line, "time");
@@ -183,8 +183,8 @@ void StreamSession::add_event(const std::vector<std::string>& fields, int64_t li
   const int64_t s = parse_id(fields[0], line, "source");
   const int64_t t_dst = parse_id(fields[1], line, "destination");
   const double t = parse_number(fields[2], line, "time");
-  const int64_t label = n == 4 + d ? static_cast<int64_t>(parse_number(fields[3], line, "label"))
-                                   : 0;
+  const int64_t label =
+      n == 4 + d ? static_cast<int64_t>(parse_number(fields[3], line, "label")) : 0;
   std::vector<float> feat(static_cast<size_t>(d));
   for (int64_t j = 0; j < d; ++j)
     feat[static_cast<size_t>(j)] =
@@ -251,7 +251,8 @@ void StreamSession::flush() {
     const auto count = static_cast<int64_t>(rows.size());
     for (int64_t b = 0; b < count; ++b) {
       const Pending& p = pending_[static_cast<size_t>(b)];
-      logits[static_cast<size_t>(positive[static_cast<size_t>(b)])] = scores[static_cast<size_t>(b)];
+      logits[static_cast<size_t>(positive[static_cast<size_t>(b)])] =
+          scores[static_cast<size_t>(b)];
       int64_t j = 0;
       for (int64_t i = p.group_begin; i < p.group_end; ++i)
         if (i != positive[static_cast<size_t>(b)])

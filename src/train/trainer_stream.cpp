@@ -32,11 +32,11 @@ void Trainer::grow_stream(int64_t graph_events) {
 }
 
 const std::vector<float>& Trainer::stream_batch(const std::vector<int64_t>& rows,
-                                                const std::vector<int32_t>& negatives,
-                                                int32_t k, bool apply) {
+                                                const std::vector<int32_t>& negatives, int32_t k,
+                                                bool apply) {
   writer_->flush();
-  DB_ASSERT(!rows.empty() && static_cast<int64_t>(negatives.size()) ==
-                                 k * static_cast<int64_t>(rows.size()),
+  DB_ASSERT(!rows.empty() &&
+                static_cast<int64_t>(negatives.size()) == k * static_cast<int64_t>(rows.size()),
             "stream batch: {} rows, {} negatives for k = {}", rows.size(), negatives.size(), k);
   ScheduledStep batch;
   batch.index = -1;
@@ -46,8 +46,7 @@ const std::vector<float>& Trainer::stream_batch(const std::vector<int64_t>& rows
   StepData& cur = steps_->current();
   cur.negatives = negatives.data();
   cur.negatives_k = k;
-  StepData& d =
-      steps_->run(batch, 0, Pass::evaluate, apply ? kEvaluationStages : kForwardStages);
+  StepData& d = steps_->run(batch, 0, Pass::evaluate, apply ? kEvaluationStages : kForwardStages);
   d.step = nullptr;  // `batch` ends here
   d.negatives = nullptr;
   d.negatives_k = -1;

@@ -39,8 +39,8 @@ struct StreamStats {
   int64_t queries = 0;   // answered
   int64_t rejected = 0;  // lines reported and skipped
   int64_t batches = 0;
-  int64_t one_pass_batches = 0;  // batches whose queries were their events' groups
-  int64_t new_nodes = 0;         // ids unseen in the loaded stream given a row
+  int64_t one_pass_batches = 0;   // batches whose queries were their events' groups
+  int64_t new_nodes = 0;          // ids unseen in the loaded stream given a row
   std::vector<double> latency_s;  // per answered query: read to answered
 };
 
@@ -81,7 +81,7 @@ class StreamSession {
     int64_t line;
     StreamClock::time_point read_at;
   };
-  struct Pending {      // an event read, not yet applied (its row is in the stream)
+  struct Pending {  // an event read, not yet applied (its row is in the stream)
     int64_t row;
     int64_t group_begin;  // its queries: queries_[group_begin, group_end)
     int64_t group_end;
@@ -104,11 +104,11 @@ class StreamSession {
   data::EventStream stream_;
   data::ChronoSplit split_;
   std::unique_ptr<train::Trainer> trainer_;
-  int64_t base_events_ = 0;    // the loaded events kept (before the test split)
-  int32_t loaded_nodes_ = 0;   // dense ids of the loaded stream
-  int32_t next_new_ = 0;       // the next spare row
+  int64_t base_events_ = 0;   // the loaded events kept (before the test split)
+  int32_t loaded_nodes_ = 0;  // dense ids of the loaded stream
+  int32_t next_new_ = 0;      // the next spare row
   std::unordered_map<int64_t, int32_t> users_, items_;  // original -> dense (items_: bipartite)
-  double clock_ = 0;           // the latest time read
+  double clock_ = 0;                                    // the latest time read
   bool started_ = false;
   std::vector<Pending> pending_;
   std::vector<Query> queries_;

@@ -101,7 +101,8 @@ class StreamScores : public ::testing::TestWithParam<int> {
   std::string id(int32_t v) const { return std::to_string(original_id(stream_, v)); }
   std::string event_line(int64_t e) const {
     const auto i = static_cast<size_t>(e);
-    std::string line = fmt::format("{},{},{}", id(stream_.src[i]), id(stream_.dst[i]), stream_.ts[i]);
+    std::string line =
+        fmt::format("{},{},{}", id(stream_.src[i]), id(stream_.dst[i]), stream_.ts[i]);
     for (int64_t j = 0; j < stream_.edge_dim; ++j)
       line += fmt::format(",{}", stream_.edge_feat[i * static_cast<size_t>(stream_.edge_dim) + j]);
     return line;
@@ -133,7 +134,6 @@ class StreamScores : public ::testing::TestWithParam<int> {
   std::vector<int32_t> negatives_;                  // [test, K]
 };
 
-
 TEST_P(StreamScores, GroupsBeforeEachEventGiveEvalOnlyScoresBitForBit) {
   std::vector<std::string> lines;
   std::vector<std::pair<int64_t, int32_t>> asked;  // (test event, 0 positive / j + 1)
@@ -161,8 +161,8 @@ TEST_P(StreamScores, GroupsBeforeEachEventGiveEvalOnlyScoresBitForBit) {
     const auto line = static_cast<int64_t>(i) + 1;
     ASSERT_EQ(got.count(line), 1u) << "no answer for line " << line;
     const float want = expected_.at(asked[i].first)[static_cast<size_t>(asked[i].second)];
-    EXPECT_EQ(bits(got.at(line)), bits(want)) << "line " << line << ": " << got.at(line)
-                                              << " vs " << want;
+    EXPECT_EQ(bits(got.at(line)), bits(want))
+        << "line " << line << ": " << got.at(line) << " vs " << want;
     ++compared;
   }
   EXPECT_EQ(compared, static_cast<int64_t>(split_.test.size()) * (1 + kNegatives));
