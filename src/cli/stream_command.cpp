@@ -140,9 +140,9 @@ class InputLoop {
 };
 
 void report(const StreamSession& session, double seconds) {
-  StreamStats s = session.stats();
-  const double p50 = nearest_rank(s.latency_s, 0.50) * 1e3;
-  const double p99 = nearest_rank(s.latency_s, 0.99) * 1e3;
+  const StreamStats& s = session.stats();
+  const double p50 = s.latency.quantile(0.50) * 1e3;
+  const double p99 = s.latency.quantile(0.99) * 1e3;
   spdlog::info(
       "depbloom-stream: {} events applied in {} batches ({} one-pass) in {:.3f} s: {:.0f} "
       "events/s; {} queries answered, latency p50 {:.3f} ms, p99 {:.3f} ms; {} lines "
@@ -183,14 +183,6 @@ int stream(const StreamRequest& req) {
 }
 
 }  // namespace
-
-double nearest_rank(std::vector<double>& values, double q) {
-  if (values.empty()) return 0.0;
-  std::sort(values.begin(), values.end());
-  const auto n = static_cast<double>(values.size());
-  const auto rank = static_cast<size_t>(std::max(1.0, std::ceil(q * n)));
-  return values[std::min(rank, values.size()) - 1];
-}
 
 int run_stream(int argc, char** argv) {
   CLI::App app{"depbloom-stream: a checkpoint's link scores over a live event stream"};

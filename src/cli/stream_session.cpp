@@ -44,6 +44,31 @@ void keep_before(std::vector<int64_t>& events, int64_t end) {
 
 }  // namespace
 
+namespace {
+constexpr double kFirstEdge = 1e-6, kGrowth = 1.01;
+}  // namespace
+
+void LatencyHistogram::add(double seconds) {
+  int b = 0;
+  if (seconds > kFirstEdge)
+    b = static_cast<int>(std::min<double>(
+        kBuckets - 1, std::ceil(std::log(seconds / kFirstEdge) / std::log(kGrowth))));
+  ++buckets_[static_cast<size_t>(b)];
+  ++count_;
+}
+
+double LatencyHistogram::quantile(double q) const {
+  if (count_ == 0) return 0.0;
+  const auto rank =
+      std::max<int64_t>(1, static_cast<int64_t>(std::ceil(q * static_cast<double>(count_))));
+  int64_t seen = 0;
+  for (int b = 0; b < kBuckets; ++b) {
+    seen += buckets_[static_cast<size_t>(b)];
+    if (seen >= rank) return kFirstEdge * std::pow(kGrowth, b);
+  }
+  return kFirstEdge * std::pow(kGrowth, kBuckets - 1);
+}
+
 std::vector<std::string> split_csv_line(const std::string& text) {
   std::vector<std::string> out;
   size_t start = 0;
@@ -80,6 +105,7 @@ StreamSession::StreamSession(const std::string& checkpoint, const std::string& d
   split_ = data::make_split(stream_, c.split);
   // The checkpoint's state has seen training and validation: the session starts after them.
   base_events_ = split_.test.empty() ? stream_.num_events() : split_.test.front();
+  grown_ = base_events_;
   data::keep_first_events(stream_, base_events_);
   for (auto* v :
        {&split_.train, &split_.val, &split_.test, &split_.new_node_val, &split_.new_node_test})
@@ -231,7 +257,10 @@ bool StreamSession::one_pass(int32_t& k) const {
 
 void StreamSession::flush() {
   if (!has_pending()) return;
-  trainer_->grow_stream(stream_.num_events());
+  if (stream_.num_events() > grown_) {  // a batch of queries alone adds nothing
+    grown_ = stream_.num_events();
+    trainer_->grow_stream(grown_);
+  }
   std::vector<int64_t> rows;
   for (const Pending& p : pending_) rows.push_back(p.row);
   int32_t k = 0;
@@ -301,7 +330,7 @@ void StreamSession::emit(const std::vector<float>& logits) {
   const StreamClock::time_point now = StreamClock::now();
   for (size_t i = 0; i < queries_.size(); ++i) {
     const Query& q = queries_[i];
-    stats_.latency_s.push_back(std::chrono::duration<double>(now - q.read_at).count());
+    stats_.latency.add(std::chrono::duration<double>(now - q.read_at).count());
     ++stats_.queries;
     if (sink_) sink_({q.line, logits[i]});
   }

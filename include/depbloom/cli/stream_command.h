@@ -3,12 +3,7 @@
 // StreamSession; one answer line per query on standard output, log lines on standard error.
 #pragma once
 
-#include <vector>
-
 namespace depbloom::cli {
-
-// The q-quantile (0..1) of `values` by nearest rank (0 when empty); sorts them.
-double nearest_rank(std::vector<double>& values, double q);
 
 // The executable's main: exit 0 at the input's end, 143 on SIGTERM (130 on SIGINT) after
 // applying what was read, 2/3/4 for usage or config, data and runtime errors.

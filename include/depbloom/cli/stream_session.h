@@ -34,14 +34,29 @@ struct StreamAnswer {
   float logit = 0;
 };
 
+// Query latencies in a fixed log-scale histogram (buckets 1% wide from 1 us to about 6
+// hours), so a long-running session's memory does not grow with its queries. A quantile is
+// its bucket's upper edge: at most 1% above the value of that rank.
+class LatencyHistogram {
+ public:
+  void add(double seconds);
+  double quantile(double q) const;  // nearest rank, q in [0, 1]; 0 when empty
+  int64_t count() const { return count_; }
+
+ private:
+  static constexpr int kBuckets = 2400;
+  std::vector<int64_t> buckets_ = std::vector<int64_t>(kBuckets, 0);
+  int64_t count_ = 0;
+};
+
 struct StreamStats {
   int64_t events = 0;    // applied
   int64_t queries = 0;   // answered
   int64_t rejected = 0;  // lines reported and skipped
   int64_t batches = 0;
-  int64_t one_pass_batches = 0;   // batches whose queries were their events' groups
-  int64_t new_nodes = 0;          // ids unseen in the loaded stream given a row
-  std::vector<double> latency_s;  // per answered query: read to answered
+  int64_t one_pass_batches = 0;  // batches whose queries were their events' groups
+  int64_t new_nodes = 0;         // ids unseen in the loaded stream given a row
+  LatencyHistogram latency;      // per answered query: from reading its line to its answer
 };
 
 class StreamSession {
@@ -105,6 +120,7 @@ class StreamSession {
   data::ChronoSplit split_;
   std::unique_ptr<train::Trainer> trainer_;
   int64_t base_events_ = 0;   // the loaded events kept (before the test split)
+  int64_t grown_ = 0;         // the events in the trainer's neighbour lists
   int32_t loaded_nodes_ = 0;  // dense ids of the loaded stream
   int32_t next_new_ = 0;      // the next spare row
   std::unordered_map<int64_t, int32_t> users_, items_;  // original -> dense (items_: bipartite)

@@ -18,7 +18,6 @@
 
 #include "depbloom/cli/node_list.h"
 #include "depbloom/cli/options.h"
-#include "depbloom/cli/stream_command.h"
 #include "depbloom/cli/stream_session.h"
 #include "depbloom/cli/train_command.h"
 #include "depbloom/core/error.h"
@@ -234,12 +233,21 @@ TEST_P(StreamScores, BadLinesAreRejectedWithTheirNumberAndChangeNothing) {
 
 INSTANTIATE_TEST_SUITE_P(EdgeFeatures, StreamScores, ::testing::Values(0, 4));
 
-TEST(StreamLatency, NearestRank) {
-  std::vector<double> v = {5, 1, 4, 2, 3};
-  EXPECT_EQ(nearest_rank(v, 0.5), 3);
-  EXPECT_EQ(nearest_rank(v, 0.99), 5);
-  std::vector<double> none;
-  EXPECT_EQ(nearest_rank(none, 0.5), 0);
+TEST(StreamLatency, QuantilesWithinOnePercentAboveTheirRank) {
+  LatencyHistogram h;
+  EXPECT_EQ(h.quantile(0.5), 0.0);
+  for (double ms : {5.0, 1.0, 4.0, 2.0, 3.0}) h.add(ms * 1e-3);
+  h.add(0.0);  // below the first edge: the first bucket
+  EXPECT_EQ(h.count(), 6);
+  const struct {
+    double q, at_least;
+  } cases[] = {{0.5, 2e-3}, {0.99, 5e-3}, {1.0, 5e-3}, {0.1, 0.0}};
+  for (const auto& c : cases) {
+    EXPECT_GE(h.quantile(c.q), c.at_least) << c.q;
+    EXPECT_LE(h.quantile(c.q), std::max(c.at_least * 1.01, 1e-6)) << c.q;
+  }
+  h.add(1e9);  // beyond the last edge: the last bucket
+  EXPECT_GT(h.quantile(1.0), 1e4);
 }
 
 }  // namespace
