@@ -339,6 +339,27 @@ void declare_classify(OptionRegistry& r) {
          "JODIE's state_label; docs/node_classification.md)");
 }
 
+// depbloom-stream: streaming inference from a checkpoint (docs/streaming.md).
+void declare_stream(OptionRegistry& r) {
+  r.bind("stream.batch_size", FIELD(stream.batch_size),
+         "depbloom-stream: events per applied batch (the queries read with them are answered "
+         "when it is applied); equal to eval.batch_size, the test split streamed through it "
+         "gives --eval-only's scores",
+         1);
+  r.bind("stream.max_delay_ms", FIELD(stream.max_delay_ms),
+         "depbloom-stream: apply a batch that is not full once its first line waited this "
+         "long (0: only full batches, the end of the input and SIGTERM apply one)",
+         0);
+  r.bind("stream.new_node_capacity", FIELD(stream.new_node_capacity),
+         "depbloom-stream: node ids unseen in the loaded stream that get a fresh (zero) "
+         "memory; a line with a new id beyond them is rejected",
+         0);
+  r.bind("stream.event_capacity", FIELD(stream.event_capacity),
+         "depbloom-stream: events the session can apply (their edge features are kept for "
+         "the neighbour lists); an event beyond them is rejected",
+         0);
+}
+
 #undef FIELD
 
 }  // namespace
@@ -349,6 +370,7 @@ void declare_depbloom_options(OptionRegistry& r) {
   declare_data(r);
   declare_eval_run_dist(r);
   declare_classify(r);
+  declare_stream(r);
 }
 
 OptionRegistry depbloom_options() {

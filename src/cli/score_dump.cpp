@@ -15,6 +15,7 @@ void ScoreDump::add(const train::ScoredBatch& b) {
   k_ = b.k;
   events_.insert(events_.end(), b.events, b.events + b.count);
   pos_.insert(pos_.end(), b.scores, b.scores + b.count);
+  neg_dst_.insert(neg_dst_.end(), b.negatives, b.negatives + b.count * b.k);
   const size_t at = neg_.size();
   neg_.resize(at + static_cast<size_t>(b.count * b.k));
   for (int64_t row = 0; row < b.count; ++row)
@@ -29,6 +30,8 @@ void ScoreDump::write(const std::string& dir) const {
   const auto original = [&](int32_t v) {  // streams without an id map keep their ids
     return stream_.original_id.empty() ? int64_t{v} : stream_.original_id[static_cast<size_t>(v)];
   };
+  std::vector<int64_t> neg_dst;
+  for (int32_t v : neg_dst_) neg_dst.push_back(original(v));
   for (int64_t e : events_) {
     const auto i = static_cast<size_t>(e);
     rows.push_back(stream_.event_id.empty() ? e : stream_.event_id[i]);
@@ -45,6 +48,7 @@ void ScoreDump::write(const std::string& dir) const {
   out.add_npy("time.npy", NpyDtype::f8, {n}, time.data());
   out.add_npy("pos.npy", NpyDtype::f4, {n}, pos_.data());
   out.add_npy("neg.npy", NpyDtype::f4, {n, std::max(k_, 0)}, neg_.data());
+  out.add_npy("neg_dst.npy", NpyDtype::i8, {n, std::max(k_, 0)}, neg_dst.data());
   out.commit();
 }
 

@@ -26,7 +26,8 @@ Evaluator::Evaluator(StepPipeline& steps, const StepRunner& runner, model::NodeS
 void Evaluator::score_batch(const int64_t* events, int64_t count) {
   const int32_t k = cfg_.eval_negatives;
   const float* scores = runner_.scores().data();
-  if (sink_) sink_({events, count, scores, k, new_node_pass_});
+  if (sink_)
+    sink_({events, count, scores, k, new_node_pass_, steps_.current().plan.negatives.data()});
   metrics_.add_batch(scores, static_cast<size_t>(count), scores + count,
                      static_cast<size_t>(k * count));
   if (k <= 1) return;

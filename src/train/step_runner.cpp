@@ -67,11 +67,16 @@ void StepRunner::plan_step(BatchPlan& out, const ScheduledStep& step, uint32_t e
     p_.planner->plan_coherence(out, cfg.seed, cfg.refine_coherence_sample);
 }
 
-// An evaluation batch's plan: eval.negatives per event from its split, the whole stream's
-// neighbours, epoch 0.
+// An evaluation batch's plan: eval.negatives per event from its split (or the negatives it
+// was given), the whole stream's neighbours, epoch 0.
 void StepRunner::plan_evaluation(StepData& d) {
-  const int32_t k = p_.cfg->eval_negatives;
   const ScheduledStep& step = *d.step;
+  if (d.negatives_k >= 0) {
+    p_.planner->plan_batch(d.plan, step.events, step.count, d.negatives, d.negatives_k, 0,
+                           p_.eval_sampler, refine_.eval_micro_batches);
+    return;
+  }
+  const int32_t k = p_.cfg->eval_negatives;
   negatives_.resize(static_cast<size_t>(step.count * k));
   p_.eval_negatives->sample_events(d.split, step.events, step.count, negatives_.data());
   p_.planner->plan_batch(d.plan, step.events, step.count, negatives_.data(), k, 0, p_.eval_sampler,
@@ -171,7 +176,7 @@ void StepRunner::loss(StepData& d, StepArena& arena) {
 // the host as floats.
 void StepRunner::score(StepData& d, StepArena& arena) {
   const DType dtype = p_.store->dtype();
-  const int64_t n = (1 + p_.cfg->eval_negatives) * d.step->count;
+  const int64_t n = (1 + d.plan.negatives_k) * d.step->count;
   d.logits = arena.device().alloc(dtype, Shape(n));
   p_.model->predict(d.logits, d.emb, arena.device());
   scores_.resize(static_cast<size_t>(n));

@@ -90,14 +90,9 @@ Trainer::Trainer(const data::EventStream& stream, const data::ChronoSplit& split
       stream, split.train, cfg.eval_strategy, cfg.eval_negatives, cfg.seed);
 
   if (stream.edge_dim > 0) {
-    const Shape shape(stream.num_events(), stream.edge_dim);
+    const Shape shape(stream.num_events() + cfg.spare_events, stream.edge_dim);
     edge_feat_ = OwnedTensor(cfg.dtype, shape, cfg.device);
-    if (cfg.dtype == DType::f32) {
-      ops::copy(edge_feat_, Tensor::wrap(const_cast<float*>(stream.edge_feat.data()), shape));
-    } else {
-      std::vector<double> wide(stream.edge_feat.begin(), stream.edge_feat.end());
-      ops::copy(edge_feat_, Tensor::wrap(wide.data(), shape));
-    }
+    copy_edge_rows(0, stream.num_events());
   }
   make_targets();
   // The side thread only on a CPU run: a CUDA step's writes stay on its stream.

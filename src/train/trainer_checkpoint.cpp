@@ -27,6 +27,25 @@ void load_device(const Checkpoint& c, const std::string& name, const Tensor& t) 
   ops::copy(t, host);
 }
 
+// The checkpoint's rows of the node-state blob `name` (the state's row count, or `spare`
+// fewer when spare > 0: depbloom-stream's rows for unseen nodes) into t's first rows; the
+// rest keep the fresh state's values.
+int64_t load_node_rows(const Checkpoint& c, const std::string& name, const Tensor& t,
+                       int64_t spare) {
+  const CheckpointBlob* b = c.find(name);
+  const int64_t rows = t.dim(0);
+  if (spare == 0 || b == nullptr || b->shape.empty() || b->shape[0] == rows) {
+    load_device(c, name, t);
+    return rows;
+  }
+  std::vector<int64_t> dims = dims_of(t);
+  dims[0] = rows - spare;
+  const CheckpointBlob& blob = c.get(name, t.dtype(), dims);
+  const Tensor part = t.rows(0, dims[0]);
+  ops::copy(part, Tensor(const_cast<uint8_t*>(blob.bytes.data()), t.dtype(), part.shape()));
+  return dims[0];
+}
+
 // Parameter names and sizes in layout order: two models agree on it iff their flat
 // buffers mean the same thing.
 std::string layout_signature(const model::ParameterStore& store) {
@@ -73,14 +92,15 @@ void Trainer::load(const Checkpoint& c) {
   load_device(c, "adam.m", store_->moments_m());
   load_device(c, "adam.v", store_->moments_v());
   store_->set_adam_steps(c.step);
-  load_device(c, "state.memory", state_->memory());
-  load_device(c, "state.last_update", state_->last_update());
-  load_device(c, "state.mail", state_->mail());
-  load_device(c, "state.mail_ts", state_->mail_ts());
-  const auto n = static_cast<int64_t>(state_->ring_heads().size());
+  const int64_t spare = cfg_.spare_nodes;
+  if (spare > 0) state_->reset();  // rows past the checkpoint's start fresh
+  const int64_t n = load_node_rows(c, "state.memory", state_->memory(), spare);
+  load_node_rows(c, "state.last_update", state_->last_update(), spare);
+  load_node_rows(c, "state.mail", state_->mail(), spare);
+  load_node_rows(c, "state.mail_ts", state_->mail_ts(), spare);
+  std::vector<int32_t> h = state_->ring_heads(), k = state_->ring_counts();
   const CheckpointBlob& heads = c.get("state.ring_head", DType::i32, {n});
   const CheckpointBlob& counts = c.get("state.ring_count", DType::i32, {n});
-  std::vector<int32_t> h(static_cast<size_t>(n)), k(static_cast<size_t>(n));
   std::memcpy(h.data(), heads.bytes.data(), heads.bytes.size());
   std::memcpy(k.data(), counts.bytes.data(), counts.bytes.size());
   for (int64_t i = 0; i < n; ++i)

@@ -78,6 +78,14 @@ struct DistSection {
   double timeout_s = 600;
 };
 
+// depbloom-stream (docs/streaming.md).
+struct StreamSection {
+  int64_t batch_size = 200;          // events per applied batch
+  int64_t max_delay_ms = 0;          // apply a part batch after this wait (0: only when full)
+  int64_t new_node_capacity = 1000;  // node-state rows for ids unseen in the loaded stream
+  int64_t event_capacity = 100000;   // events the session can append
+};
+
 // The CLI's trainer defaults: the library's, with the pipeline on (it gives the serial
 // step's results bit for bit; TrainerConfig itself leaves it off for direct users).
 inline train::TrainerConfig cli_trainer_defaults() {
@@ -99,6 +107,7 @@ struct RunConfig {
   RunSection run;
   DistSection dist;
   train::ClassifySettings classify;  // --classify (docs/node_classification.md)
+  StreamSection stream;              // depbloom-stream (docs/streaming.md)
 };
 
 // The names the config gives each choice.

@@ -1,6 +1,6 @@
 // --eval-only CKPT --scores DIR: every test event's logits as a folder of .npy arrays that
 // numpy loads as they are (docs/scores.md): the events (stream row, file row, original src
-// and dst ids, time), the positive's logit and the K negatives' logits.
+// and dst ids, time), the positive's logit, the K negatives' logits and their destinations.
 #pragma once
 
 #include <cstdint>
@@ -30,6 +30,7 @@ class ScoreDump {
   const data::EventStream& stream_;
   std::vector<int64_t> events_;
   std::vector<float> pos_, neg_;  // [N], [N, k] row-major
+  std::vector<int32_t> neg_dst_;  // [N, k] row-major, dense ids
   int32_t k_ = -1;
 };
 

@@ -37,6 +37,7 @@ struct ScoredBatch {
   const float* scores = nullptr;  // [(1 + k) * count]
   int32_t k = 0;
   bool new_nodes = false;  // the new-node pass (from the state before the transductive one)
+  const int32_t* negatives = nullptr;  // [count * k] event-major: the negatives' dense ids
 };
 using ScoreSink = std::function<void(const ScoredBatch&)>;
 

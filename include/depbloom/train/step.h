@@ -97,6 +97,10 @@ struct StepData {
   double coherence_loss = 0;            // loss: this rank's coherence loss (0 without it)
   model::WriteSet writes;               // write_back: this rank's writes
   double loss = 0;                      // write_back: the step's global loss
+  // Input (evaluation): `negatives_k` negatives per event, event-major, in place of the
+  // split's (depbloom-stream's queries); negatives_k < 0: the split's.
+  const int32_t* negatives = nullptr;
+  int32_t negatives_k = -1;
 
   bool empty() const { return step == nullptr || step->count == 0; }
   // The memory rows without the refined copies: what the write-back reads.

@@ -110,6 +110,19 @@ class Trainer {
   void replay(const std::vector<int64_t>& events, int64_t batch_size,
               const Evaluator::BatchFn& each = {});
 
+  // depbloom-stream (docs/streaming.md). The stream grew after construction (its vectors may
+  // have moved): the evaluation neighbour lists are rebuilt over its first `graph_events`
+  // rows and their edge features copied in (at most config().spare_events past the
+  // stream's rows at construction). Rows past graph_events may be scored, never sampled.
+  void grow_stream(int64_t graph_events);
+  // One evaluation forward pass over `rows` (stream rows, ascending) as one batch, from the
+  // current state, with the given negatives (k per row, row-major) in place of the split's:
+  // its logits (positives, then k blocks of rows, as ScoredBatch); its writes applied when
+  // `apply`. The same computation as an evaluation batch with those negatives.
+  const std::vector<float>& stream_batch(const std::vector<int64_t>& rows,
+                                         const std::vector<int32_t>& negatives, int32_t k,
+                                         bool apply);
+
   // What one training epoch of this config's strategy over `ranks` ranks will exchange: its
   // collectives and accounting, from the planned steps of every rank (no training; every
   // rank's strategy over a counting communicator, forecast_strategy; negatives and
@@ -164,6 +177,7 @@ class Trainer {
 
  private:
   void make_targets();
+  void copy_edge_rows(int64_t begin, int64_t end);  // the stream's edge features -> edge_feat_
   void standardise_time();
   StepParts step_parts();
   StrategyContext strategy_context() const;  // the strategy's, and each forecast rank's
@@ -182,7 +196,8 @@ class Trainer {
   std::unique_ptr<BatchStager> stager_;
   std::unique_ptr<graph::TrainNegativeSampler> train_negatives_;
   std::unique_ptr<graph::EvalNegativeSampler> eval_negatives_;
-  OwnedTensor edge_feat_;  // [E, d_edge] in the model's dtype on the device
+  OwnedTensor edge_feat_;  // [E + spare_events, d_edge] in the model's dtype on the device
+  int64_t edge_rows_ = 0;  // the rows of edge_feat_ filled (grow_stream)
   OwnedTensor targets_;    // [2 * batch] ones then zeros
   std::unique_ptr<StepRunner> runner_;
   std::unique_ptr<StepPipeline> steps_;

@@ -54,6 +54,11 @@ struct TrainerConfig {
   PipelineConfig pipeline;
   // run.profile_ops: the reports list the op calls per step by kind (EpochCalls).
   bool profile_ops = false;
+  // depbloom-stream (docs/streaming.md): node-state rows past a checkpoint's, which its load
+  // leaves fresh (zero memory, empty mailbox), and edge-feature rows past the stream's
+  // events, for events appended to the stream later (grow_stream).
+  int64_t spare_nodes = 0;
+  int64_t spare_events = 0;
 };
 
 // Refinement as refine.micro_batches (m) sets it, derived here only: on iff m > 1 (the model
