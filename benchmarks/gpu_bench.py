@@ -147,18 +147,27 @@ def run_one(a, item, limit, log):
     rec["seconds"] = round(time.time() - t0, 2)
     if rec["rc"] != 0:
         rec.setdefault("why", f"exit code {rec['rc']}")
-    elif "program" in item:
-        with open(out) as f:
-            rec["benchmarks"] = json.load(f)["benchmarks"]
-    elif "synth" in item:
-        rec["bytes"] = sum(os.path.getsize(os.path.join(out, n)) for n in os.listdir(out))
-    else:
-        epoch = warm_epoch(out)
-        if epoch is None:
-            rec["rc"], rec["why"] = 4, "no epoch line in metrics.jsonl"
-        else:
-            rec.update(summarise_run(epoch))
+        return rec
+    try:
+        rec.update(read_result(item, out))
+    except (OSError, ValueError, KeyError) as e:
+        # A program older than this script (a kit made before step_s) or a torn file: the
+        # loop goes on with the next configuration.
+        rec["rc"], rec["why"] = 4, f"unreadable result {out}: {e!r}"
     return rec
+
+
+def read_result(item, out):
+    """What one configuration's output holds for bench.json."""
+    if "program" in item:
+        with open(out) as f:
+            return {"benchmarks": json.load(f)["benchmarks"]}
+    if "synth" in item:
+        return {"bytes": sum(os.path.getsize(os.path.join(out, n)) for n in os.listdir(out))}
+    epoch = warm_epoch(out)
+    if epoch is None:
+        raise ValueError("no epoch line in metrics.jsonl")
+    return summarise_run(epoch)
 
 
 def write_json(path, obj):

@@ -1,5 +1,6 @@
 """gpu_bench and gpu_bench_profile: the configuration plan, a warm epoch's summary, and the
 profile written from canned bench.json records (GPU and CPU)."""
+import contextlib
 import json
 import os
 import tempfile
@@ -90,6 +91,14 @@ class WarmEpochTest(unittest.TestCase):
         self.assertEqual(s["stage_s_per_step"], {"sample": 0.1, "backward": 0.05})
         self.assertIsNone(gb.warm_epoch(d))
 
+    def test_an_unreadable_result_is_a_failed_record(self):
+        with tempfile.TemporaryDirectory() as d:
+            write_run(d, [{"train_seconds": 1.0, "stage_s": {}}])  # no step_s: an older binary
+            with self.assertRaises(KeyError):
+                gb.read_result({"config": {}}, d)
+            with self.assertRaises(ValueError):
+                gb.read_result({"config": {}}, os.path.join(d, "none"))
+
 
 class ProfileTest(unittest.TestCase):
     def write(self, b):
@@ -155,6 +164,21 @@ class ProfileTest(unittest.TestCase):
         failed = cuda_micro()
         failed[1]["rc"] = 1
         self.assertEqual(self.write(bench("cuda", failed))[0], "GEMM rate (f32)")
+
+
+class LoopTest(unittest.TestCase):
+    def test_a_spent_budget_still_writes_bench_json(self):
+        with tempfile.TemporaryDirectory() as d:
+            argv = ["--device", "cpu", "--bin", d, "--out", d, "--data", d, "--profile",
+                    os.path.join(d, "p.yaml"), "--budget-s", "0"]
+            with open(os.devnull, "w") as null, contextlib.redirect_stdout(null):
+                self.assertEqual(gb.main(argv), 1)
+            with open(os.path.join(d, "bench.json")) as f:
+                b = json.load(f)
+            self.assertEqual(len(b["records"]), len(gb.plan("cpu")))
+            self.assertEqual({r["why"] for r in b["records"]}, {"budget spent"})
+            self.assertEqual(b["profile_missing"], "GEMM rate (f32)")
+            self.assertFalse(os.path.exists(os.path.join(d, "p.yaml")))
 
 
 class WriteJsonTest(unittest.TestCase):
