@@ -13,9 +13,9 @@ uploads per step), `host_waits_per_step` and `peak_bytes` (the process's Buffers
 
 Estimated time per configuration on one H100 (from TGN WIKI's 0.38 s epoch of 136 steps on
 an H200 at batch 600 and a process start of about 3 s: loading WIKI, CUDA's context): WIKI
-5-8 s each, the REDDIT shape 8-15 s each (its data made once on the device, 20-60 s), the
-micro-benchmarks about 40 s in all: about 6 minutes for the 44 items below (3 micro-
-benchmarks, 40 training configurations, the REDDIT-shaped data).
+5-8 s each, the REDDIT shape 8-15 s each (its data made once on the device: 27 s and 479 MB
+on a busy 2-core machine), the micro-benchmarks about 40 s in all: about 6 minutes for the
+44 items below (3 micro-benchmarks, 40 training configurations, the REDDIT-shaped data).
 """
 import argparse
 import datetime
