@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
-# Packs what tools/gpu-check.sh needs on a GPU machine that has the CUDA toolkit but none of
-# DepBloom's other dependencies (the lent H200 machine: CUDA 13 and Python, no yaml-cpp,
-# spdlog, OpenBLAS, MPI or GoogleTest, and no network): the CUDA build's programs, every
-# shared library they load apart from glibc's, libstdc++'s and CUDA's own (cudart, cuBLAS,
-# NCCL, cuDNN: the GPU machine's), and a relocatable copy of Open MPI's launcher, plugins and
-# help files. Writes .gpu-kit/kit.tar.xz (git-ignored; the device tool carries it).
+# Packs what tools/gpu-check.sh and tools/gpu-bench.sh need on a GPU machine that has the
+# CUDA toolkit but none of DepBloom's other dependencies (the lent H200 machine: CUDA 13 and
+# Python, no yaml-cpp, spdlog, OpenBLAS, MPI or GoogleTest, and no network): the CUDA build's
+# programs, every shared library they load apart from glibc's, libstdc++'s and CUDA's own
+# (cudart, cuBLAS, NCCL, cuDNN: the GPU machine's), and a relocatable copy of Open MPI's
+# launcher, plugins and help files. Writes .gpu-kit/kit.tar.xz (git-ignored; the device
+# tool carries it).
 #
 #   tools/gpu-kit.sh                    # builds build-kit first when needed
 #   tools/gpu-kit.sh --build build-other
@@ -44,7 +45,8 @@ mkdir -p "$stage/bin" "$stage/lib"
 programs=("$build/depbloom-train" "$build/depbloom-data" "$build"/tests/test_gpu
   "$build"/tests/test_dist_gpu "$build"/tests/test_strict "$build"/tests/test_depbloom
   "$build"/tests/test_backend
-  "$build"/benchmarks/bench_gemm "$build"/benchmarks/bench_gru)
+  "$build"/benchmarks/bench_gemm "$build"/benchmarks/bench_gru
+  "$build"/benchmarks/bench_memory "$build"/benchmarks/bench_sampler)
 for p in "${programs[@]}"; do
   [[ -x $p ]] || { echo "missing $p" >&2; exit 1; }
   cp "$p" "$stage/bin/"

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "depbloom/core/device_memory.h"
+#include "depbloom/core/memory_peak.h"
 
 namespace depbloom {
 
@@ -18,12 +19,36 @@ MemoryCounters& memory_counters() {
   return counters;
 }
 
+namespace {
+
+std::atomic<int64_t> g_host_peak{0};
+std::atomic<int64_t> g_device_peak{0};
+
+// Adds `bytes` to a held count and raises its peak to the new count (other threads may
+// allocate at once: the peak only ever moves up).
+void count_held(std::atomic<int64_t>& held, std::atomic<int64_t>& peak, size_t bytes) {
+  const int64_t now = held += static_cast<int64_t>(bytes);
+  int64_t seen = peak.load();
+  while (now > seen && !peak.compare_exchange_weak(seen, now)) {
+  }
+}
+
+}  // namespace
+
+int64_t host_peak_bytes() {
+  return g_host_peak.load();
+}
+
+int64_t device_peak_bytes() {
+  return g_device_peak.load();
+}
+
 Buffer::Buffer(size_t bytes, Device device, HostMemory host)
     : bytes_(bytes), device_(device), pinned_(device.is_cpu() && host == HostMemory::pinned) {
   if (bytes == 0) return;
   if (pinned_) {
     data_ = pinned_malloc(bytes);
-    memory_counters().host_bytes += static_cast<int64_t>(bytes);
+    count_held(memory_counters().host_bytes, g_host_peak, bytes);
     memory_counters().host_allocations += 1;
   } else if (device.is_cpu()) {
     // 256 bytes: the arena's alignment promise holds for chunk bases too, and rows of
@@ -39,11 +64,11 @@ Buffer::Buffer(size_t bytes, Device device, HostMemory host)
 #ifdef MADV_HUGEPAGE
     if (align == kHuge) madvise(data_, rounded, MADV_HUGEPAGE);  // a hint: failure is fine
 #endif
-    memory_counters().host_bytes += static_cast<int64_t>(bytes);
+    count_held(memory_counters().host_bytes, g_host_peak, bytes);
     memory_counters().host_allocations += 1;
   } else {
     data_ = device_malloc(bytes, device.index);
-    memory_counters().device_bytes += static_cast<int64_t>(bytes);
+    count_held(memory_counters().device_bytes, g_device_peak, bytes);
     memory_counters().device_allocations += 1;
   }
 }

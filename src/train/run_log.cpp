@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "depbloom/core/error.h"
+#include "depbloom/core/memory_peak.h"
 
 namespace depbloom::train {
 
@@ -93,6 +94,11 @@ double per(int64_t count, int64_t of) {
 
 }  // namespace
 
+// The most bytes the process's Buffers held at once so far (core/memory.h), per device type.
+json peak_bytes_json() {
+  return {{"host", host_peak_bytes()}, {"device", device_peak_bytes()}};
+}
+
 json calls_json(const EpochCalls& calls, int64_t steps) {
   json j = {{"op_calls_per_step", per(calls.train.total_calls(), steps)},
             {"uploads_per_step", per(calls.train.uploads, steps)},
@@ -125,6 +131,13 @@ json epoch_json(const EpochResult& r) {
           {"events_per_s", static_cast<double>(r.events) / r.train_seconds},
           {"memory_rows_per_batch", r.memory_rows},
           {"refined_rows_per_batch", r.refined_rows},
+          {"step_s",
+           {{"steps", r.step_seconds.steps},
+            {"median", r.step_seconds.median},
+            {"p10", r.step_seconds.p10},
+            {"p90", r.step_seconds.p90},
+            {"max", r.step_seconds.max}}},
+          {"peak_bytes", peak_bytes_json()},
           {"host_waits_per_step", r.host_waits},
           {"calls", calls_json(r.calls, r.batches)},
           {"val", eval_json(r.val)},

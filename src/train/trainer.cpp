@@ -269,9 +269,13 @@ EpochResult Trainer::train_epoch(int epoch, const ProgressFn& progress) {
   const int64_t waits_before = backend::host_waits();
   const backend::OpCounts calls_before = backend::op_counts();
   const backend::OpCounts side_before = backend::op_counts(backend::OpLane::side);
+  step_seconds_.clear();
+  step_seconds_.reserve(static_cast<size_t>(n));
   Stopwatch loop;
   for (int64_t i = 0; i < n; ++i) {
+    Stopwatch step;
     loss_sum += train_step(steps.step(i), epoch);
+    step_seconds_.push_back(step.seconds());
     r.events += steps.step(i).global_count;
     if (progress) progress(i + 1, n, loss_sum / static_cast<double>(i + 1));
   }
@@ -287,6 +291,7 @@ EpochResult Trainer::train_epoch(int epoch, const ProgressFn& progress) {
   r.batches = n;
   r.loss = n > 0 ? loss_sum / static_cast<double>(n) : 0.0;
   r.train_seconds = watch.seconds();
+  r.step_seconds = summarise_step_times(step_seconds_);
   r.stages = stages_;
   const StepCounts& counted = runner_->counts();
   r.memory_rows = n > 0 ? static_cast<double>(counted.memory_rows) / static_cast<double>(n) : 0;

@@ -25,6 +25,8 @@ std::string critical_path_text(const EpochResult& r);
 // evaluation batch when there were some, and with by_kind the step's op calls per step of
 // each kind that ran.
 nlohmann::json calls_json(const EpochCalls& calls, int64_t steps);
+// {"host", "device"}: the most bytes the process's Buffers held at once so far.
+nlohmann::json peak_bytes_json();
 nlohmann::json epoch_json(const EpochResult& r);
 // Appends one line to `file`; a runtime error naming the file when it cannot.
 void append_json_line(const std::string& file, const nlohmann::json& line);

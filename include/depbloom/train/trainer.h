@@ -36,6 +36,7 @@
 #include "depbloom/train/step_io.h"
 #include "depbloom/train/step_pipeline.h"
 #include "depbloom/train/step_runner.h"
+#include "depbloom/train/step_times.h"
 #include "depbloom/train/strategy.h"
 #include "depbloom/train/trainer_config.h"
 
@@ -66,6 +67,7 @@ struct EpochResult {
   double host_waits = 0.0;
   EpochCalls calls;
   double train_seconds = 0.0;
+  StepTimeSummary step_seconds;  // each training step's wall time, start to the next's start
   StageTimes stages;
   EvalResult val, val_new;
   double eval_seconds = 0.0;
@@ -205,6 +207,7 @@ class Trainer {
   // Declared last, so destroyed first: its side thread may be planning into steps_.
   std::unique_ptr<StepWriter> writer_;
   std::vector<double> loss_trace_;
+  std::vector<double> step_seconds_;  // this epoch's, reserved before its loop
   StageTimes stages_;
   double coherence_sum_ = 0;
 };

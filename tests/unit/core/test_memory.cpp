@@ -10,6 +10,7 @@
 
 #include "depbloom/core/device_memory.h"
 #include "depbloom/core/memory.h"
+#include "depbloom/core/memory_peak.h"
 
 namespace depbloom {
 namespace {
@@ -23,6 +24,19 @@ struct Counters {
 };
 Counters host_now() {
   return {memory_counters().host_bytes.load(), memory_counters().host_allocations.load()};
+}
+
+TEST(Buffer, PeakIsTheMostHeldAtOnce) {
+  // A block larger than anything held before makes the peak exactly the bytes held with it.
+  const int64_t big = host_peak_bytes() + (int64_t{1} << 20);
+  {
+    Buffer a(static_cast<size_t>(big), Device::cpu());
+    EXPECT_EQ(host_peak_bytes(), host_now().bytes);
+  }
+  const int64_t peak = host_peak_bytes();
+  EXPECT_GE(peak, big);
+  { Buffer small(100, Device::cpu()); }
+  EXPECT_EQ(host_peak_bytes(), peak) << "freeing never lowers the peak";
 }
 
 TEST(Buffer, CountsBytesAndAllocations) {
