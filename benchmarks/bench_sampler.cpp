@@ -190,7 +190,12 @@ void BM_PlanPass(benchmark::State& state) {
       benchmark::Counter(planned, benchmark::Counter::kIsIterationInvariantRate);
   state.counters["threads"] = threads;
 }
-BENCHMARK(BM_PlanPass)->Arg(1)->Arg(0)->ArgName("threads")->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK(BM_PlanPass)
+    ->Arg(1)
+    ->Arg(0)
+    ->ArgName("threads")
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
 
 // Args: {threads, hops}. The 1-hop recent pass is the one compared with TGL.
 BENCHMARK(BM_RecentPass)

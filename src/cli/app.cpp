@@ -259,7 +259,8 @@ void prepare_run_folder(const OptionRegistry& cfg, TrainCommand& cmd) {
     fs::create_directories(run_dir, ec);
     if (ec)
       DB_THROW(runtime, "cannot create the run folder {}: {}", run_dir.string(), ec.message());
-    if (cmd.eval_ckpt.empty() && cmd.classify_ckpt.empty()) cfg.write_effective_config((run_dir / "config.yaml").string());
+    if (cmd.eval_ckpt.empty() && cmd.classify_ckpt.empty())
+      cfg.write_effective_config((run_dir / "config.yaml").string());
   }
   spdlog::info("effective config (saved in {}):\n{}", (run_dir / "config.yaml").string(),
                cfg.dump_yaml());
@@ -335,7 +336,8 @@ int run_train(int argc, char** argv) {
                  comm ? fmt::format(", {} ranks over {} ({})", comm->size(), comm->name(),
                                     c.trainer.strategy.name)
                       : std::string());
-    int rc = cmd.classify_ckpt.empty() ? run_train_command(cfg, cmd) : run_classify_command(cfg, cmd);
+    int rc =
+        cmd.classify_ckpt.empty() ? run_train_command(cfg, cmd) : run_classify_command(cfg, cmd);
     spdlog::info("run folder: {}", cmd.run_dir);
     return rc;
   } catch (const Error& e) {

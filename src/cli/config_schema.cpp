@@ -84,7 +84,8 @@ void declare_sampling_memory(OptionRegistry& r) {
   r.bind("sampling.num_thread", FIELD(sampling.num_thread),
          "TGL's sampler threads, accepted and ignored: the sample stage runs on the OpenMP team "
          "(run.threads), or on one thread where a pipelined CPU rank plans ahead on its side "
-         "thread (docs/cost_model.md)", 0);
+         "thread (docs/cost_model.md)",
+         0);
 
   r.bind("memory.type", FIELD(memory.type), memory_type_names(),
          "node: per-node memory; none: memory-less TGAT-style model");
@@ -330,8 +331,7 @@ void declare_classify(OptionRegistry& r) {
   r.bind("classify.hidden", FIELD(classify.hidden),
          "--classify: the MLP decoder's hidden widths (ReLU between layers, one logit out)", 1);
   r.bind("classify.patience", FIELD(classify.patience),
-         "--classify: stop after this many epochs without a validation ROC-AUC gain (0: never)",
-         0);
+         "--classify: stop after this many epochs without a validation ROC-AUC gain (0: never)", 0);
   r.bind("classify.batch_size", FIELD(classify.batch_size),
          "--classify: labelled events per decoder mini-batch", 1);
   r.bind("classify.labels", FIELD(classify.labels),

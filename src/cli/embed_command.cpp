@@ -18,6 +18,7 @@
 
 #include "depbloom/backend/ops.h"
 #include "depbloom/backend/runtime.h"
+#include "depbloom/cli/exit_on_error.h"
 #include "depbloom/cli/node_list.h"
 #include "depbloom/cli/npy_folder.h"
 #include "depbloom/cli/options.h"
@@ -203,20 +204,14 @@ int run_embed(int argc, char** argv) {
     return rc == 0 ? 0 : exit_code(ErrorKind::usage);
   }
   spdlog::set_pattern("[%H:%M:%S.%e] [%^%l%$] %v");
-  try {
+  return exit_on_error([&] {
     req.at = parse_time(at);
     if (threads > 0) backend::set_cpu_threads(static_cast<int>(threads));
     const EmbedResult r = export_embeddings(req);
     spdlog::info("depbloom-embed: {} events replayed (time <= {}); {} nodes written to {}",
                  r.events, req.at, r.nodes, req.out);
     return 0;
-  } catch (const Error& e) {
-    spdlog::error("{}", e.message());
-    return exit_code(e.kind());
-  } catch (const std::exception& e) {
-    spdlog::error("{}", e.what());
-    return exit_code(ErrorKind::runtime);
-  }
+  });
 }
 
 }  // namespace depbloom::cli

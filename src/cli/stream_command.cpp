@@ -19,6 +19,7 @@
 #include <string>
 
 #include "depbloom/backend/runtime.h"
+#include "depbloom/cli/exit_on_error.h"
 #include "depbloom/cli/stream_session.h"
 #include "depbloom/core/error.h"
 
@@ -206,15 +207,7 @@ int run_stream(int argc, char** argv) {
   spdlog::set_default_logger(spdlog::stderr_color_mt("depbloom-stream"));
   spdlog::set_pattern("[%H:%M:%S.%e] [%^%l%$] %v");
   install_stop_handlers();
-  try {
-    return stream(req);
-  } catch (const Error& e) {
-    spdlog::error("{}", e.message());
-    return exit_code(e.kind());
-  } catch (const std::exception& e) {
-    spdlog::error("{}", e.what());
-    return exit_code(ErrorKind::runtime);
-  }
+  return exit_on_error([&] { return stream(req); });
 }
 
 }  // namespace depbloom::cli

@@ -211,8 +211,8 @@ void StepRunner::reduce(StepData& d, StepArena& /*arena*/) {
 void StepRunner::optimise(StepData& d, StepArena& /*arena*/) {
   if (overlaps(d)) counts_.reduce_wait += p_.strategy->finish_reduce();
   ops::AdamConfig adam;
-  adam.lr = scheduled_lr(p_.cfg->lr, p_.cfg->batch_size, p_.cfg->lr_schedule,
-                         p_.store->adam_steps());
+  adam.lr =
+      scheduled_lr(p_.cfg->lr, p_.cfg->batch_size, p_.cfg->lr_schedule, p_.store->adam_steps());
   adam.weight_decay = p_.cfg->weight_decay;
   p_.store->adam_step(adam);
 }

@@ -15,9 +15,9 @@ struct TrainCommand {
   std::string data_path;  // resolved (the shipped stream when data.path is empty)
   std::string run_dir;    // created; holds config.yaml, metrics.jsonl, *.ckpt
   Device device = Device::cpu();
-  std::string resume_dir;  // --resume: continue the run in this folder
-  std::string eval_ckpt;   // --eval-only: evaluate this checkpoint
-  std::string scores;      // --eval-only --scores: dump the test logits into this folder
+  std::string resume_dir;     // --resume: continue the run in this folder
+  std::string eval_ckpt;      // --eval-only: evaluate this checkpoint
+  std::string scores;         // --eval-only --scores: dump the test logits into this folder
   std::string classify_ckpt;  // --classify: node classification on this one (classify_command.h)
   // Strict data-parallel training over comm's ranks (null: one rank). Only the rank with
   // write_files writes metrics.jsonl and checkpoints (rank 0).
