@@ -54,6 +54,21 @@ json comm_json(const EpochResult& r) {
   return j;
 }
 
+std::string comm_text(const train::EpochResult& r) {
+  if (r.ranks <= 1) return "";
+  const json j = comm_json(r);
+  std::string s = fmt::format("; {} ranks ({}): {} sync points", r.ranks, r.strategy,
+                              j["sync_points"].get<int64_t>());
+  for (int k = 0; k < dist::kNumCollectiveKinds; ++k) {
+    const auto kind = static_cast<dist::CollectiveKind>(k);
+    const dist::CollectiveCounts& c = r.comm[kind];
+    if (c.calls == 0) continue;
+    s += fmt::format(", {} {} x {:.2f} MB", dist::collective_name(kind), c.calls,
+                     static_cast<double>(c.bytes) / 1e6);
+  }
+  return s;
+}
+
 json critical_path_json(const EpochResult& r) {
   double main_busy = 0;
   for (const double s : r.stages.seconds) main_busy += s;

@@ -14,6 +14,9 @@ nlohmann::json eval_json(const EvalResult& r);  // null when the split had no ev
 // The epoch's collectives: sync points (blocking calls, on the critical path) and, per kind,
 // calls and bytes.
 nlohmann::json comm_json(const EpochResult& r);
+// The same as one log line ("; 8 ranks (depbloom): 12 sync points, all_reduce 9 x 3.31 MB,
+// ..."); empty for one rank.
+std::string comm_text(const EpochResult& r);
 // The epoch's critical path (DESIGN.md 7.3): the step loop's wall time, busy seconds of the
 // main thread (its stages, waits included) and of the side thread, time hidden by overlap
 // (0 with the pipeline off), waits on the side queue and on blocking collectives, and the

@@ -10,22 +10,15 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
-#include <memory>
 #include <numeric>
 #include <string>
 #include <vector>
 
-#include <unistd.h>
-
 #include "depbloom/backend/ops.h"
 #include "depbloom/cli/embed_command.h"
-#include "depbloom/cli/options.h"
-#include "depbloom/cli/train_command.h"
 #include "depbloom/core/error.h"
-#include "depbloom/data/loader.h"
 #include "depbloom/data/npy.h"
-#include "depbloom/data/split.h"
-#include "depbloom/train/trainer.h"
+#include "trained_checkpoint.h"
 
 namespace depbloom::cli {
 namespace {
@@ -38,32 +31,18 @@ std::vector<float> host_floats(const Tensor& t) {
   return std::vector<float>(p, p + t.numel());
 }
 
-class EmbedExport : public ::testing::Test {
+class EmbedExport : public TrainedCheckpoint<> {
  protected:
   void SetUp() override {
-    dir_ = fs::temp_directory_path() / ("depbloom-embed-" + std::to_string(::getpid()));
-    fs::create_directories(dir_);
-    cfg_.set_value("data.path",
-                   std::string(DEPBLOOM_SOURCE_DIR) + "/data/wikipedia/wikipedia_edges.csv");
-    cfg_.set_value("data.max_events", int64_t{2000});
-    cfg_.set_value("data.cache", false);
+    make_dir("depbloom-embed-");
     cfg_.set_value("eval.negatives", int64_t{1});
-    cfg_.set_value("run.max_batches", int64_t{3});
-    const RunConfig& c = cfg_.config();
-    stream_ = data::load_events(c.data.path, c.load);
-    data::keep_first_events(stream_, c.data.max_events);
-    split_ = data::make_split(stream_, c.split);
-    trainer_ = std::make_unique<train::Trainer>(stream_, split_, trainer_config(c, Device::cpu()));
-    trainer_->train_epoch(1);  // weights and a state that are not the initial ones
-    ckpt_ = trainer_->save(1, cfg_.dump_yaml());
-    write_checkpoint((dir_ / "x.ckpt").string(), ckpt_);
+    train_and_save();
   }
-  void TearDown() override { fs::remove_all(dir_); }
 
   // The trainer's state after its own evaluation pass through T, rows of `nodes`.
   void expect_export_matches(double at, const std::vector<int32_t>& nodes,
                              const std::string& nodes_file) {
-    EmbedRequest req{(dir_ / "x.ckpt").string(), at, nodes_file, (dir_ / "out").string(), ""};
+    EmbedRequest req{ckpt_path_, at, nodes_file, (dir_ / "out").string(), ""};
     const EmbedResult r = export_embeddings(req);
     const auto end =
         std::upper_bound(stream_.ts.begin(), stream_.ts.end(), at) - stream_.ts.begin();
@@ -92,13 +71,6 @@ class EmbedExport : public ::testing::Test {
     // Only a replay that touched nothing leaves every row zero.
     EXPECT_EQ(nonzero > 0, end > 0) << "T " << at;
   }
-
-  OptionRegistry cfg_ = depbloom_options();
-  fs::path dir_;
-  data::EventStream stream_;
-  data::ChronoSplit split_;
-  std::unique_ptr<train::Trainer> trainer_;
-  Checkpoint ckpt_;
 };
 
 TEST_F(EmbedExport, MemoryAtTIsTheTrainersStateAfterEvaluatingThroughT) {

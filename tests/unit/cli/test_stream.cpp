@@ -10,21 +10,14 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
-#include <memory>
 #include <string>
 #include <vector>
 
-#include <unistd.h>
-
 #include "depbloom/cli/node_list.h"
-#include "depbloom/cli/options.h"
 #include "depbloom/cli/stream_session.h"
-#include "depbloom/cli/train_command.h"
 #include "depbloom/core/error.h"
-#include "depbloom/data/loader.h"
-#include "depbloom/data/split.h"
 #include "depbloom/graph/negative_sampler.h"
-#include "depbloom/train/trainer.h"
+#include "trained_checkpoint.h"
 
 namespace depbloom::cli {
 namespace {
@@ -57,30 +50,17 @@ std::string with_features(const fs::path& out, int64_t rows, int d) {
 }
 
 // Parameter: the stream's edge-feature columns.
-class StreamScores : public ::testing::TestWithParam<int> {
+class StreamScores : public TrainedCheckpoint<::testing::TestWithParam<int>> {
  protected:
   void SetUp() override {
-    dir_ = fs::temp_directory_path() / ("depbloom-stream-" + std::to_string(::getpid()));
-    fs::create_directories(dir_);
-    cfg_.set_value("data.path",
-                   GetParam() == 0
-                       ? std::string(DEPBLOOM_SOURCE_DIR) + "/data/wikipedia/wikipedia_edges.csv"
-                       : with_features(dir_ / "wiki.csv", 2000, GetParam()));
-    cfg_.set_value("data.max_events", int64_t{2000});
-    cfg_.set_value("data.cache", false);
+    make_dir("depbloom-stream-");
+    if (GetParam() > 0)
+      cfg_.set_value("data.path", with_features(dir_ / "wiki.csv", 2000, GetParam()));
     cfg_.set_value("eval.negatives", int64_t{kNegatives});
     cfg_.set_value("eval.batch_size", int64_t{128});
-    cfg_.set_value("run.max_batches", int64_t{3});
-    const RunConfig& c = cfg_.config();
-    stream_ = data::load_events(c.data.path, c.load);
-    data::keep_first_events(stream_, c.data.max_events);
-    split_ = data::make_split(stream_, c.split);
-    trainer_ = std::make_unique<train::Trainer>(stream_, split_, trainer_config(c, Device::cpu()));
-    trainer_->run_epoch(1);  // trained weights; the state after validation
-    ckpt_ = (dir_ / "x.ckpt").string();
-    write_checkpoint(ckpt_, trainer_->save(1, cfg_.dump_yaml()));
+    train_and_save();
     // The evaluator's test scores from the checkpoint, as --eval-only --scores dumps them.
-    trainer_->load(read_checkpoint(ckpt_));
+    trainer_->load(read_checkpoint(ckpt_path_));
     trainer_->set_score_sink([&](const train::ScoredBatch& b) {
       if (b.new_nodes) return;
       for (int64_t r = 0; r < b.count; ++r) {
@@ -95,7 +75,6 @@ class StreamScores : public ::testing::TestWithParam<int> {
                                             tc.eval_negatives, tc.seed)
                      .sample_split(kSplitTest, split_.test);
   }
-  void TearDown() override { fs::remove_all(dir_); }
 
   std::string id(int32_t v) const { return std::to_string(original_id(stream_, v)); }
   std::string event_line(int64_t e) const {
@@ -113,7 +92,7 @@ class StreamScores : public ::testing::TestWithParam<int> {
 
   // Streams `lines` through a session at the evaluation batch size; answers by line.
   std::map<int64_t, float> run(const std::vector<std::string>& lines, StreamStats* stats) {
-    StreamSession s(ckpt_, "", {"stream.batch_size=128"});
+    StreamSession s(ckpt_path_, "", {"stream.batch_size=128"});
     std::map<int64_t, float> got;
     s.set_sink([&](const StreamAnswer& a) { got[a.line] = a.logit; });
     for (size_t i = 0; i < lines.size(); ++i)
@@ -123,12 +102,6 @@ class StreamScores : public ::testing::TestWithParam<int> {
     return got;
   }
 
-  OptionRegistry cfg_ = depbloom_options();
-  fs::path dir_;
-  std::string ckpt_;
-  data::EventStream stream_;
-  data::ChronoSplit split_;
-  std::unique_ptr<train::Trainer> trainer_;
   std::map<int64_t, std::vector<float>> expected_;  // test event -> positive, negatives
   std::vector<int32_t> negatives_;                  // [test, K]
 };
@@ -211,7 +184,7 @@ TEST_P(StreamScores, BadLinesAreRejectedWithTheirNumberAndChangeNothing) {
       {"?,999999001,999999002,1e12", "line 2: a node id new to the stream"},
   };
   for (const Case& c : cases) {
-    StreamSession s(ckpt_, "", {"stream.new_node_capacity=1"});
+    StreamSession s(ckpt_path_, "", {"stream.new_node_capacity=1"});
     std::vector<int64_t> answered;
     s.set_sink([&](const StreamAnswer& a) { answered.push_back(a.line); });
     s.add_line(q, 1, StreamClock::now());
