@@ -26,6 +26,8 @@ set -uo pipefail
 here=$PWD
 cd "$(dirname "${BASH_SOURCE[0]}")/.." || exit 2
 root=$PWD
+# shellcheck source=tools/gpu-kit-env.sh
+source tools/gpu-kit-env.sh
 device=cuda build=
 while [[ $# -gt 0 ]]; do
   case $1 in
@@ -47,39 +49,13 @@ bin=$work/bin
 mkdir -p "$bin"
 programs=(depbloom-train depbloom-data bench_gemm bench_memory bench_sampler)
 
-# The kit's CUDA libraries come from this machine: the toolkit's, or the Python packages'.
-kit_libraries() {
-  local lib d found dirs=()
-  for lib in $(readelf -d "$bin"/* 2>/dev/null |
-    grep -o 'lib\(cudart\|cublas\|cublasLt\|nccl\|cudnn\)[a-z_]*\.so[.0-9]*' | sort -u); do
-    found=
-    for d in /usr/local/cuda/lib64 /usr/local/cuda/targets/x86_64-linux/lib \
-      /usr/lib/x86_64-linux-gnu; do
-      [[ -e $d/$lib ]] && found=$d/$lib && break
-    done
-    [[ -z $found ]] && found=$(find /opt /usr/local/lib /usr/lib/python3* -path '*nvidia*' \
-      -name "$lib" 2>/dev/null | head -n 1)
-    echo "$lib: ${found:-NOT FOUND}" >>"$OUT/libraries.log"
-    [[ -n $found ]] && dirs+=("$(dirname "$found")")
-  done
-  printf '%s\n' "${dirs[@]}" | awk 'NF && !seen[$0]++' | paste -sd:
-}
-
 commit=$(git rev-parse --short HEAD 2>/dev/null)
 if [[ $device == cuda && -z $build && -f .gpu-kit/kit.tar.xz ]]; then
-  tar -C "$work" -xJf .gpu-kit/kit.tar.xz
+  use_gpu_kit "$work" "$OUT/libraries.log" || exit 2
   for p in "${programs[@]}"; do
     [[ -x $work/bin/$p ]] || { echo "the kit has no $p: run tools/gpu-kit.sh again" >&2; exit 2; }
   done
-  : >"$OUT/libraries.log"
-  cuda_path=$(kit_libraries)
-  export LD_LIBRARY_PATH=$work/lib${cuda_path:+:$cuda_path}${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
   [[ -n $commit ]] || commit=$(sed -n 's/^from \([0-9a-f]*\).*/\1/p' "$work/README")
-  # bench_sampler reads WIKI through the source folder compiled into it.
-  src=$(sed -n 's/^source folder: //p' "$work/README")
-  if [[ -n $src && ! -e $src/data/wikipedia ]]; then
-    mkdir -p "$(dirname "$src")" && ln -sfn "$root" "$src"
-  fi
 else
   build=${build:-$root/$([[ $device == cuda ]] && echo build-gpu || echo build)}
   for p in "${programs[@]}"; do

@@ -30,6 +30,8 @@ set -uo pipefail
 here=$PWD
 cd "$(dirname "${BASH_SOURCE[0]}")/.." || exit 2
 root=$PWD
+# shellcheck source=tools/gpu-kit-env.sh
+source tools/gpu-kit-env.sh
 build=$root/build-gpu
 while [[ $# -gt 0 ]]; do
   case $1 in
@@ -83,36 +85,10 @@ step() {
 # ---- the programs --------------------------------------------------------------------
 if [[ -f .gpu-kit/kit.tar.xz ]]; then
   kit=$work/kit
-  mkdir -p "$kit"
-  tar -C "$kit" -xJf .gpu-kit/kit.tar.xz
+  use_gpu_kit "$kit" "$logs/libraries.log" || { note "the kit did not unpack"; exit 2; }
   bin=$kit/bin
   cp "$kit/README" "$logs/kit-README.txt"
-  # CUDA's libraries (and NCCL's, cuDNN's) come from this machine: the toolkit, or the
-  # Python packages' copies (nvidia-*).
-  cuda_dirs=()
-  for lib in $(readelf -d "$bin"/depbloom-train "$bin"/test_gpu 2>/dev/null |
-    grep -o 'lib\(cudart\|cublas\|cublasLt\|nccl\|cudnn\)[a-z_]*\.so[.0-9]*' | sort -u); do
-    found=
-    for d in /usr/local/cuda/lib64 /usr/local/cuda/lib /usr/local/cuda/targets/x86_64-linux/lib \
-      /usr/lib/x86_64-linux-gnu; do
-      [[ -e $d/$lib ]] && found=$d/$lib && break
-    done
-    # Else the Python packages' copy (nvidia-nccl-cu13 and the like).
-    [[ -z $found ]] && found=$(find /opt /usr/local/lib /usr/lib/python3* -path '*nvidia*' \
-      -name "$lib" 2>/dev/null | head -n 1)
-    echo "$lib: ${found:-NOT FOUND}" >>"$logs/libraries.log"
-    [[ -n $found ]] && cuda_dirs+=("$(dirname "$found")")
-  done
-  cuda_path=$(printf '%s\n' "${cuda_dirs[@]}" | awk '!seen[$0]++' | paste -sd:)
-  export LD_LIBRARY_PATH=$kit/lib${cuda_path:+:$cuda_path}${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
-  export OPAL_PREFIX=$kit/root/usr
-  export PMIX_INSTALL_PREFIX=$kit/root/usr/lib/x86_64-linux-gnu/pmix2
   mpirun=$kit/root/usr/bin/orterun
-  # The tests read the shipped data through the source folder compiled into them.
-  src=$(sed -n 's/^source folder: //p' "$kit/README")
-  if [[ -n $src && ! -e $src/data/wikipedia ]]; then
-    mkdir -p "$(dirname "$src")" && ln -sfn "$root" "$src"
-  fi
 else
   # shellcheck disable=SC2016  # the inner shell expands its own arguments
   step build 400 bash -c 'cmake -S . -B "$0" -G Ninja -DCMAKE_BUILD_TYPE=Release \
