@@ -89,6 +89,11 @@ class GetTest(unittest.TestCase):
                         "format": "snap", "events": 301},
             "badheader": {"url": self.server.url("/snap.txt"), "file": "snap.txt",
                           "format": "snap", "header": "user_id"},
+            # No loader reads it (as TGB's edge lists): its rows after the header are counted.
+            "rowsonly": {"url": self.server.url("/jodie.csv"), "file": "edges.csv",
+                         "events": 200},
+            "badrowsonly": {"url": self.server.url("/jodie.csv"), "file": "edges.csv",
+                            "events": 201},
             "missing": {"url": self.server.url("/no-such.txt"), "file": "x.txt",
                         "format": "snap"},
             "refused": {"url": "http://127.0.0.1:%d/x.txt" % closed_port(), "file": "x.txt",
@@ -183,6 +188,16 @@ class GetTest(unittest.TestCase):
             self.assertIn(words, r.stderr)
             self.assertFalse(os.path.exists(os.path.join(self.dir, name)))
             self.assertEqual(self.leftovers(), [])
+
+    def test_rows_of_a_file_no_loader_reads(self):
+        r = self.get("rowsonly")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertTrue(os.path.isfile(os.path.join(self.dir, "rowsonly", "manifest.json")))
+        r = self.get("badrowsonly")
+        self.assertEqual(r.returncode, 3, r.stderr)
+        self.assertIn("holds 200 rows after its header, expected 201", r.stderr)
+        self.assertFalse(os.path.exists(os.path.join(self.dir, "badrowsonly")))
+        self.assertEqual(self.leftovers(), [])
 
     def test_404_and_refused_connection(self):
         for name in ("missing", "refused"):
