@@ -101,9 +101,49 @@ data::NpyDtype npy_dtype(DType dtype) {
   return data::NpyDtype::f4;
 }
 
+// The embedding each node would have as the source of an event at `at`: depbloom-stream's
+// query `?,v,v,at`, scored as rows after the stream's events (so never among the
+// neighbours) in batches of eval.batch_size, without writes. Host bytes of [n, width].
+std::vector<uint8_t> embeddings_at(train::Trainer& trainer, data::EventStream& stream,
+                                   const std::vector<int32_t>& nodes, double at, int64_t& width) {
+  const size_t base = stream.src.size();
+  const auto batch = static_cast<size_t>(trainer.config().eval_batch_size);
+  std::vector<uint8_t> out;
+  std::vector<int64_t> rows;
+  auto trim = [&] {
+    stream.src.resize(base), stream.dst.resize(base), stream.ts.resize(base);
+    stream.event_id.resize(base);
+  };
+  for (size_t begin = 0; begin < nodes.size(); begin += batch) {
+    const size_t end = std::min(nodes.size(), begin + batch);
+    rows.clear();
+    for (size_t i = begin; i < end; ++i) {
+      rows.push_back(static_cast<int64_t>(stream.src.size()));
+      stream.src.push_back(nodes[i]), stream.dst.push_back(nodes[i]), stream.ts.push_back(at);
+      stream.event_id.push_back(-1);
+    }
+    try {
+      trainer.stream_batch(rows, {}, 0, false);
+    } catch (...) {
+      trim();
+      throw;
+    }
+    trim();
+    // The sources' block of the pass's embeddings (sources, then destinations).
+    const Tensor sources = trainer.last_step().emb.rows(0, static_cast<int64_t>(end - begin));
+    width = sources.shape().dims[1];
+    OwnedTensor host(sources.dtype(), sources.shape());
+    ops::copy(host, sources);
+    const auto* p = static_cast<const uint8_t*>(host.view().raw());
+    out.insert(out.end(), p, p + host.view().numel() * dtype_size(sources.dtype()));
+  }
+  return out;
+}
+
 // The arrays and manifest.json of the chosen rows after the replay.
 void write_export(const EmbedRequest& req, const std::string& sha, const OptionRegistry& cfg,
-                  train::Trainer& trainer, const std::vector<int32_t>& nodes, int64_t events) {
+                  train::Trainer& trainer, data::EventStream& stream,
+                  const std::vector<int32_t>& nodes, int64_t events) {
   const data::EventStream& s = trainer.stream();
   model::NodeState& state = trainer.state();
   const auto n = static_cast<int64_t>(nodes.size());
@@ -121,6 +161,9 @@ void write_export(const EmbedRequest& req, const std::string& sha, const OptionR
   out.add_npy("is_item.npy", data::NpyDtype::u1, {n}, is_item.data());
   out.add_npy("memory.npy", values, {n, state.memory_dim()}, memory.data());
   out.add_npy("last_update.npy", values, {n}, last.data());
+  int64_t d_emb = 0;
+  const std::vector<uint8_t> embedding = embeddings_at(trainer, stream, nodes, req.at, d_emb);
+  out.add_npy("embedding.npy", values, {n, d_emb}, embedding.data());
   const std::string v = data::npy_descr(values);
   const json manifest = {{"format", "depbloom-embed 1"},
                          {"checkpoint", req.checkpoint},
@@ -128,7 +171,8 @@ void write_export(const EmbedRequest& req, const std::string& sha, const OptionR
                          {"model",
                           {{"memory_update", cfg.config().memory.update},
                            {"embedding", embedding_name(trainer.config().model.embedding)},
-                           {"memory_dim", state.memory_dim()}}},
+                           {"memory_dim", state.memory_dim()},
+                           {"embedding_dim", d_emb}}},
                          {"data", cfg.config().data.path},
                          {"at", req.at},
                          {"events_replayed", events},
@@ -140,7 +184,8 @@ void write_export(const EmbedRequest& req, const std::string& sha, const OptionR
                           {{"ids.npy", {{"dtype", "<i8"}, {"shape", {n}}}},
                            {"is_item.npy", {{"dtype", "|u1"}, {"shape", {n}}}},
                            {"memory.npy", {{"dtype", v}, {"shape", {n, state.memory_dim()}}}},
-                           {"last_update.npy", {{"dtype", v}, {"shape", {n}}}}}}};
+                           {"last_update.npy", {{"dtype", v}, {"shape", {n}}}},
+                           {"embedding.npy", {{"dtype", v}, {"shape", {n, d_emb}}}}}}};
   out.add_text("manifest.json", manifest.dump(2) + "\n");
   out.commit();
 }
@@ -179,12 +224,14 @@ EmbedResult export_embeddings(const EmbedRequest& req) {
   std::vector<int64_t> events(static_cast<size_t>(end));
   std::iota(events.begin(), events.end(), int64_t{0});
   trainer.replay(events, tc.eval_batch_size);
-  write_export(req, sha, cfg, trainer, nodes, end);
+  write_export(req, sha, cfg, trainer, stream, nodes, end);
   return {end, static_cast<int64_t>(nodes.size())};
 }
 
 int run_embed(int argc, char** argv) {
-  CLI::App app{"depbloom-embed: a checkpoint's node memory at a time, as .npy files"};
+  CLI::App app{
+      "depbloom-embed: a checkpoint's node memory and temporal embeddings at a time, as .npy "
+      "files"};
   EmbedRequest req;
   std::string at;
   int64_t threads = 0;

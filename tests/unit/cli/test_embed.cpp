@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -39,7 +40,43 @@ class EmbedExport : public TrainedCheckpoint<> {
     train_and_save();
   }
 
-  // The trainer's state after its own evaluation pass through T, rows of `nodes`.
+  // The embeddings of `nodes` as the sources of query rows at `at` after the stream's
+  // events, in one pass without writes (depbloom-stream's `?,v,v,at`).
+  std::vector<float> query_embeddings(const std::vector<int32_t>& nodes, double at) {
+    const size_t base = stream_.src.size();
+    std::vector<int64_t> rows;
+    for (const int32_t v : nodes) {
+      rows.push_back(static_cast<int64_t>(stream_.src.size()));
+      stream_.src.push_back(v), stream_.dst.push_back(v), stream_.ts.push_back(at);
+      stream_.event_id.push_back(-1);
+    }
+    trainer_->stream_batch(rows, {}, 0, false);
+    stream_.src.resize(base), stream_.dst.resize(base), stream_.ts.resize(base);
+    stream_.event_id.resize(base);
+    return host_floats(trainer_->last_step().emb.rows(0, static_cast<int64_t>(nodes.size())));
+  }
+
+  // The export's embeddings: the query pass's, bit for bit when the export made it in one
+  // batch of eval.batch_size, else the same up to the GEMMs' rounding at other shapes.
+  void expect_embeddings_match(const std::string& file, const std::vector<int32_t>& nodes,
+                               double at) {
+    const std::vector<float> want = query_embeddings(nodes, at);
+    const auto got = data::NpyArray::open(file).to_float32();
+    ASSERT_EQ(got.size(), want.size());
+    const bool one_batch = static_cast<int64_t>(nodes.size()) <= trainer_->config().eval_batch_size;
+    int64_t nonzero = 0;
+    for (size_t i = 0; i < want.size(); ++i) {
+      if (one_batch)
+        EXPECT_EQ(std::memcmp(&got[i], &want[i], sizeof(float)), 0) << "value " << i;
+      else
+        EXPECT_NEAR(got[i], want[i], 1e-5 * (1 + std::abs(want[i]))) << "value " << i;
+      nonzero += got[i] != 0.0F;
+    }
+    EXPECT_GT(nonzero, 0);
+  }
+
+  // The trainer's state after its own evaluation pass through T, rows of `nodes`; their
+  // embeddings at T.
   void expect_export_matches(double at, const std::vector<int32_t>& nodes,
                              const std::string& nodes_file) {
     EmbedRequest req{ckpt_path_, at, nodes_file, (dir_ / "out").string(), ""};
@@ -70,6 +107,7 @@ class EmbedExport : public TrainedCheckpoint<> {
     }
     // Only a replay that touched nothing leaves every row zero.
     EXPECT_EQ(nonzero > 0, end > 0) << "T " << at;
+    expect_embeddings_match(req.out + "/embedding.npy", nodes, at);
   }
 };
 
