@@ -7,6 +7,7 @@
 #include <cerrno>
 #include <cmath>
 #include <cstdlib>
+#include <cstring>
 
 #include "depbloom/cli/train_command.h"
 #include "depbloom/core/error.h"
@@ -124,6 +125,7 @@ StreamSession::StreamSession(const std::string& checkpoint, const std::string& d
   tc.spare_events = c.stream.event_capacity;
   trainer_ = std::make_unique<train::Trainer>(stream_, split_, tc);
   trainer_->load(ckpt_);
+  restore_new_nodes();
   clock_ = stream_.ts.back();
 }
 
@@ -336,8 +338,48 @@ void StreamSession::emit(const std::vector<float>& logits) {
   }
 }
 
+namespace {
+// The original ids of the new-node rows, in row order (and whether each is an item), so that
+// a session from the written checkpoint finds them in the same rows.
+constexpr const char* kNewNodeIds = "stream/new_node_ids";
+constexpr const char* kNewNodeIsItem = "stream/new_node_is_item";
+}  // namespace
+
 void StreamSession::save_checkpoint(const std::string& path) const {
-  write_checkpoint(path, trainer_->save(ckpt_.epoch, ckpt_.config_text));
+  Checkpoint out = trainer_->save(ckpt_.epoch, ckpt_.config_text);
+  const auto m = static_cast<size_t>(next_new_ - loaded_nodes_);
+  std::vector<int64_t> ids(m);
+  std::vector<uint8_t> is_item(m);
+  for (const auto* map : {&users_, &items_})
+    for (const auto& [original, v] : *map)
+      if (v >= loaded_nodes_) {
+        ids[static_cast<size_t>(v - loaded_nodes_)] = original;
+        is_item[static_cast<size_t>(v - loaded_nodes_)] = map == &items_;
+      }
+  out.add(kNewNodeIds, DType::i64, {static_cast<int64_t>(m)}, ids.data(), m * sizeof(int64_t));
+  out.add(kNewNodeIsItem, DType::u8, {static_cast<int64_t>(m)}, is_item.data(), m);
+  write_checkpoint(path, out);
+}
+
+// A checkpoint a session wrote: its new nodes keep their rows (the state holds them).
+void StreamSession::restore_new_nodes() {
+  const CheckpointBlob* found = ckpt_.find(kNewNodeIds);
+  if (found == nullptr) return;
+  const int64_t m = found->numel();
+  const CheckpointBlob& ids = ckpt_.get(kNewNodeIds, DType::i64, {m});
+  const CheckpointBlob& is_item = ckpt_.get(kNewNodeIsItem, DType::u8, {m});
+  if (m > stream_.num_nodes - loaded_nodes_)
+    DB_THROW(data, "{}: {} new nodes, more than stream.new_node_capacity = {}", ckpt_.source, m,
+             stream_.num_nodes - loaded_nodes_);
+  for (int64_t i = 0; i < m; ++i) {
+    int64_t original = 0;
+    std::memcpy(&original, ids.bytes.data() + i * 8, sizeof(original));
+    const bool item = stream_.bipartite && is_item.bytes[static_cast<size_t>(i)] != 0;
+    if (!(item ? items_ : users_).emplace(original, next_new_).second)
+      DB_THROW(data, "{}: new node {} is a node of the loaded stream ({})", ckpt_.source, original,
+               stream_.source);
+    ++next_new_;
+  }
 }
 
 }  // namespace depbloom::cli

@@ -82,7 +82,8 @@ class StreamSession {
   StreamClock::time_point first_pending_at() const { return first_pending_at_; }
 
   // The model and updated node state as a checkpoint (temp file + rename). Its node-state
-  // blobs hold the loaded nodes and the new-node rows.
+  // blobs hold the loaded nodes and the new-node rows, and the new nodes' original ids: a
+  // session from it gives them the same rows.
   void save_checkpoint(const std::string& path) const;
 
   const StreamStats& stats() const { return stats_; }
@@ -105,6 +106,7 @@ class StreamSession {
 
   void resolve(int64_t s, int64_t d, int64_t line, int32_t& src, int32_t& dst);
   int32_t assign(int64_t original, bool item);
+  void restore_new_nodes();
   void check_time(double t, int64_t line);
   void add_event(const std::vector<std::string>& fields, int64_t line,
                  StreamClock::time_point read_at);

@@ -204,6 +204,40 @@ TEST_P(StreamScores, BadLinesAreRejectedWithTheirNumberAndChangeNothing) {
   }
 }
 
+TEST_P(StreamScores, AWrittenCheckpointKeepsTheNewNodesRows) {
+  const int64_t e = split_.test.front();
+  const std::string good = event_line(e);
+  size_t tail = 0;  // the line's edge features (after source, destination and time)
+  for (int commas = 0; commas < 3 && tail != std::string::npos; ++commas)
+    tail = good.find(',', tail == 0 ? 0 : tail + 1);
+  const std::string features = tail == std::string::npos ? "" : good.substr(tail);
+  const auto line = [&](int64_t src, int64_t dst) {
+    return fmt::format("{},{},{}{}", src, dst, stream_.ts[static_cast<size_t>(e)], features);
+  };
+  const std::string after = (dir_ / "after.ckpt").string();
+  {
+    StreamSession s(ckpt_path_, "", {"stream.new_node_capacity=3"});
+    s.add_line(line(999999001, 999999002), 1, StreamClock::now());
+    s.flush();
+    EXPECT_EQ(s.stats().new_nodes, 2);
+    s.save_checkpoint(after);
+  }
+  StreamSession s(after, "", {"stream.new_node_capacity=3"});
+  s.add_line(line(999999001, 999999002), 1, StreamClock::now());  // known: their rows
+  EXPECT_EQ(s.stats().new_nodes, 0);
+  s.add_line(line(999999001, 999999003), 2, StreamClock::now());  // the third, last spare row
+  EXPECT_EQ(s.stats().new_nodes, 1);
+  try {
+    s.add_line(line(999999004, 999999002), 3, StreamClock::now());
+    ADD_FAILURE() << "a fourth new node past a capacity of 3";
+  } catch (const Error& err) {
+    EXPECT_NE(err.message().find("line 3: a node id new to the stream"), std::string::npos)
+        << err.message();
+  }
+  // A smaller capacity cannot hold the checkpoint's rows.
+  EXPECT_THROW(StreamSession(after, "", {"stream.new_node_capacity=1"}), Error);
+}
+
 INSTANTIATE_TEST_SUITE_P(EdgeFeatures, StreamScores, ::testing::Values(0, 4));
 
 TEST(StreamLatency, QuantilesWithinOnePercentAboveTheirRank) {
