@@ -29,7 +29,12 @@ NpyFolder::~NpyFolder() {
 
 void NpyFolder::add_npy(const std::string& name, data::NpyDtype dtype,
                         const std::vector<int64_t>& shape, const void* values) {
-  data::write_npy((fs::path(tmp_) / name).string(), dtype, shape, values);
+  const fs::path path = fs::path(tmp_) / name;
+  std::error_code ec;
+  fs::create_directories(path.parent_path(), ec);  // "sub/x.npy" makes sub/
+  if (ec)
+    DB_THROW(runtime, "cannot create the folder {}: {}", path.parent_path().string(), ec.message());
+  data::write_npy(path.string(), dtype, shape, values);
 }
 
 void NpyFolder::add_text(const std::string& name, const std::string& text) {

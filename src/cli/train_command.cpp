@@ -244,8 +244,10 @@ int run_train_command(const OptionRegistry& cfg, const TrainCommand& cmd) {
     auto [test, test_new] = train::test_checkpoint(trainer, cmd.eval_ckpt, run_dir);
     if (!cmd.scores.empty() && cmd.write_files) {
       dump.write(cmd.scores);
-      spdlog::info("test scores of {} events written to {} (docs/scores.md)", dump.events(),
-                   cmd.scores);
+      spdlog::info(
+          "test scores of {} events ({} in the new-node pass) written to {} "
+          "(docs/scores.md)",
+          dump.events(), dump.new_node_events(), cmd.scores);
     }
     spdlog::info("{}", eval_text("test", test));
     if (test_new.valid) spdlog::info("{}", eval_text("test (new nodes)", test_new));

@@ -75,6 +75,15 @@ class EmbedTest(unittest.TestCase):
         for row, u, i, t in zip(d["row"], d["src"], d["dst"], d["time"]):
             self.assertEqual(self.rows[row], (u, i, t))
         self.assertAlmostEqual(whole_ap(d["pos"], d["neg"]), test["ap"], delta=1e-12)
+        # The new-node pass in its own folder, the same way.
+        with open(os.path.join(self.run_dir, "metrics.jsonl")) as f:
+            fresh = [json.loads(line) for line in f if '"checkpoint"' in line][-1]["test_new_nodes"]
+        n = {k: numpy.load(os.path.join(scores, "new_nodes", k + ".npy"))
+             for k in ("row", "src", "dst", "time", "pos", "neg")}
+        self.assertEqual(n["neg"].shape, (fresh["events"], 1))
+        for row, u, i, t in zip(n["row"], n["src"], n["dst"], n["time"]):
+            self.assertEqual(self.rows[row], (u, i, t))
+        self.assertAlmostEqual(whole_ap(n["pos"], n["neg"]), fresh["ap"], delta=1e-12)
         self.assertFalse([n for n in os.listdir(self.tmp) if ".tmp-" in n])
         # --scores dumps an --eval-only test only.
         r = subprocess.run([TRAIN, "--scores", scores], capture_output=True, text=True, timeout=60)

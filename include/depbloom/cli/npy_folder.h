@@ -18,6 +18,7 @@ class NpyFolder {
   NpyFolder(const NpyFolder&) = delete;
   NpyFolder& operator=(const NpyFolder&) = delete;
 
+  // `name` may name a subfolder ("new_nodes/pos.npy"), made on the way.
   void add_npy(const std::string& name, data::NpyDtype dtype, const std::vector<int64_t>& shape,
                const void* values);
   void add_text(const std::string& name, const std::string& text);
