@@ -5,7 +5,7 @@
 #   strict        strict at a global batch of P x 600 (the usual practice)
 #   strict-600    strict at a global batch of 600 (one device's semantics on P devices; at
 #                 P = 1 it is `strict`, not run twice)
-#   depbloom      depbloom (metis, partition.window_steps 8) at P x 600
+#   depbloom      depbloom (metis, partition.window_steps 1) at P x 600
 #   depbloom-op   DepBloom's operating point: configs/depbloom-MODEL-DATA.yaml (written for
 #                 P = 8: its train.batch_size / 8 is each rank's k x 600, with refinement and
 #                 its learning-rate rule), at P x k x 600
@@ -118,7 +118,7 @@ run() {
   rm -rf "$dir"  # a cut-off run's metrics.jsonl would be appended to
   preset=$(preset_file "$model" "$dataset")
   local config_file=configs/$model-wiki.yaml
-  local sets=(--set pipeline.enabled=true --set partition.window_steps=8
+  local sets=(--set pipeline.enabled=true --set partition.window_steps=1
     --set "train.epoch=$(run_epochs "$model")" --set train.patience=0
     --set "data.max_events=$max_events" --set run.checkpoint=false --set run.progress=false)
   if [[ ! -e $preset ]]; then

@@ -319,7 +319,7 @@ def summarise(a):
     head = {"benchmark": "speedup", "mode": a.mode, "commit": a.commit, "machine": machine(),
             "generated": utc_now(),
             "suite_seconds": a.seconds, "epochs": a.epochs, "max_events": a.max_events,
-            "synth_scale": a.scale, "window_steps": 8, "cores": a.cores,
+            "synth_scale": a.scale, "window_steps": 1, "cores": a.cores,
             "batch_size": "P x 600; depbloom-op: the preset's",
             "modelled": a.modelled == "yes", "profile": a.profile,
             "sgemm_peak_flops": peak, "sgemm_peak_source": peak_source}
