@@ -105,17 +105,27 @@ preset_key() {
   tr -d "'\"" <<<"$v"
 }
 
+# write_plans DIR P ARGS...: the strategy's forecast of the run depbloom-train ARGS makes
+# (plan.json) and, with the cost model on, its times on --profile and on cpu-here.
+write_plans() {
+  local dir=$1 p=$2
+  shift 2
+  "$train" "$@" --plan --ranks "$p" >"$dir/plan.json" 2>"$dir/plan.log" || return 1
+  if [[ $modelled == yes ]]; then
+    "$train" "$@" --plan --ranks "$p" --profile "$profile" >"$dir/model.json" 2>>"$dir/plan.log" || true
+    "$train" "$@" --plan --ranks "$p" --profile cpu-here >"$dir/model-cpu.json" 2>>"$dir/plan.log" || true
+  fi
+}
+
 status=0
 # run DATASET DATA MODEL P CONFIG SEED: the plans (and the cost model's), then one training run.
 run() {
   local dataset=$1 data=$2 model=$3 p=$4 config=$5 seed=$6 rc=0
   local dir=$runs/$dataset-$model-p$p-$config-s$seed threads preset batch=$((p * 600))
   threads=$(rank_threads "$p")
-  if awk -F'\t' -v d="$dir" '$(NF - 1) == d && $NF == "exit 0" { f = 1 } END { exit !f }' "$manifest"; then
-    log "$dir: finished before, kept"
-    return
-  fi
-  rm -rf "$dir"  # a cut-off run's metrics.jsonl would be appended to
+  local kept=no
+  awk -F'\t' -v d="$dir" '$(NF - 1) == d && $NF == "exit 0" { f = 1 } END { exit !f }' \
+    "$manifest" && kept=yes
   preset=$(preset_file "$model" "$dataset")
   local config_file=configs/$model-wiki.yaml
   local sets=(--set pipeline.enabled=true --set partition.window_steps=1
@@ -142,16 +152,20 @@ run() {
       sets+=(--set "refine.micro_batches=$m") ;;
   esac
   sets+=(--set "train.batch_size=$batch")
-  local base=(--config "$config_file" --data "$data" "${sets[@]}")
+  # The seed in the plans too: it seeds the partitioner, so a seed's windows are its own.
+  local base=(--config "$config_file" --data "$data" "${sets[@]}" --seed "$seed")
+  if [[ $kept == yes ]]; then
+    # Its plans again (seconds, not hours): a fix to the forecast reaches finished runs too.
+    write_plans "$dir" "$p" "${base[@]}" || true
+    log "$dir: finished before, kept (plans redone)"
+    return
+  fi
+  rm -rf "$dir"  # a cut-off run's metrics.jsonl would be appended to
   mkdir -p "$dir"
-  if ! "$train" "${base[@]}" --plan --ranks "$p" >"$dir/plan.json" 2>"$dir/plan.log"; then
+  if ! write_plans "$dir" "$p" "${base[@]}"; then
     record "$dataset" "$model" "$p" "$config" "$seed" "$threads" "$batch" "$dir" \
       "not available: $(cat "$dir/plan.log" "$dir/plan.json" | grep -m1 -i error | sed 's/.*\] //' | tr '\t' ' ')"
     return
-  fi
-  if [[ $modelled == yes ]]; then
-    "$train" "${base[@]}" --plan --ranks "$p" --profile "$profile" >"$dir/model.json" 2>>"$dir/plan.log" || true
-    "$train" "${base[@]}" --plan --ranks "$p" --profile cpu-here >"$dir/model-cpu.json" 2>>"$dir/plan.log" || true
   fi
   if [[ $model_only == yes ]]; then
     record "$dataset" "$model" "$p" "$config" "$seed" "$threads" "$batch" "$dir" "not run (--model-only)"
@@ -168,8 +182,7 @@ run() {
   local launch=()
   [[ $p -gt 1 ]] && launch=(--ranks "$p")
   log "$dataset $model P=$p $config (batch $batch) seed $seed ($threads threads/rank) into $dir"
-  train_into "$dir" "${base[@]}" "${launch[@]}" --device cpu --threads "$threads" \
-    --seed "$seed" || rc=$?
+  train_into "$dir" "${base[@]}" "${launch[@]}" --device cpu --threads "$threads" || rc=$?
   record "$dataset" "$model" "$p" "$config" "$seed" "$threads" "$batch" "$dir" "exit $rc"
 }
 
