@@ -2,7 +2,6 @@
 // of the node state, written as .npy files and a manifest through an NpyFolder.
 #include "depbloom/cli/embed_command.h"
 
-#include <openssl/evp.h>
 #include <spdlog/spdlog.h>
 #include <CLI/CLI.hpp>
 
@@ -19,6 +18,7 @@
 #include "depbloom/backend/ops.h"
 #include "depbloom/backend/runtime.h"
 #include "depbloom/cli/exit_on_error.h"
+#include "depbloom/cli/file_sha256.h"
 #include "depbloom/cli/node_list.h"
 #include "depbloom/cli/npy_folder.h"
 #include "depbloom/cli/options.h"
@@ -33,23 +33,6 @@ namespace depbloom::cli {
 using nlohmann::json;
 
 namespace {
-
-std::string sha256_hex(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) DB_THROW(data, "{}: cannot read: {}", path, std::strerror(errno));
-  std::unique_ptr<EVP_MD_CTX, void (*)(EVP_MD_CTX*)> ctx(EVP_MD_CTX_new(), EVP_MD_CTX_free);
-  if (!ctx || EVP_DigestInit_ex(ctx.get(), EVP_sha256(), nullptr) != 1)
-    DB_THROW(runtime, "OpenSSL: cannot start a SHA-256");
-  std::vector<char> chunk(1 << 20);
-  while (in.read(chunk.data(), static_cast<std::streamsize>(chunk.size())) || in.gcount() > 0)
-    EVP_DigestUpdate(ctx.get(), chunk.data(), static_cast<size_t>(in.gcount()));
-  unsigned char digest[EVP_MAX_MD_SIZE];
-  unsigned int size = 0;
-  EVP_DigestFinal_ex(ctx.get(), digest, &size);
-  std::string hex;
-  for (unsigned int i = 0; i < size; ++i) hex += fmt::format("{:02x}", digest[i]);
-  return hex;
-}
 
 // The checkpoint's own config, made to replay any event: one random negative per event
 // (negatives write no node state, and TGB's fixed ones cover only its val and test events).
@@ -203,7 +186,7 @@ double parse_time(const std::string& text) {
 
 EmbedResult export_embeddings(const EmbedRequest& req) {
   const Checkpoint ckpt = read_checkpoint(req.checkpoint);
-  const std::string sha = sha256_hex(req.checkpoint);
+  const std::string sha = file_sha256(req.checkpoint);
   const OptionRegistry cfg = replay_config(ckpt, req);
   const RunConfig& c = cfg.config();
   const train::TrainerConfig tc = trainer_config(c, Device::cpu());

@@ -263,12 +263,15 @@ void StreamSession::flush() {
     grown_ = stream_.num_events();
     trainer_->grow_stream(grown_);
   }
-  std::vector<int64_t> rows;
+  std::vector<int64_t>& rows = rows_;
+  rows.clear();
   for (const Pending& p : pending_) rows.push_back(p.row);
   int32_t k = 0;
   if (!queries_.empty() && one_pass(k)) {
-    std::vector<int32_t> negatives;
-    std::vector<int64_t> positive(pending_.size());
+    std::vector<int32_t>& negatives = negatives_;
+    std::vector<int64_t>& positive = positive_;
+    negatives.clear();
+    positive.assign(pending_.size(), 0);
     for (size_t b = 0; b < pending_.size(); ++b) {
       const Pending& p = pending_[b];
       const int32_t dst = stream_.dst[static_cast<size_t>(p.row)];
@@ -278,7 +281,8 @@ void StreamSession::flush() {
         if (i != positive[b]) negatives.push_back(queries_[static_cast<size_t>(i)].dst);
     }
     const std::vector<float>& scores = trainer_->stream_batch(rows, negatives, k, true);
-    std::vector<float> logits(queries_.size());
+    std::vector<float>& logits = logits_;
+    logits.assign(queries_.size(), 0.0F);
     const auto count = static_cast<int64_t>(rows.size());
     for (int64_t b = 0; b < count; ++b) {
       const Pending& p = pending_[static_cast<size_t>(b)];
@@ -304,9 +308,10 @@ void StreamSession::flush() {
 
 // The queries as rows after the stream's events (so never among the neighbours), scored in
 // one pass without writes, then taken off the stream again.
-std::vector<float> StreamSession::score_queries() {
+const std::vector<float>& StreamSession::score_queries() {
   const int64_t n = stream_.num_events();
-  std::vector<int64_t> rows;
+  std::vector<int64_t>& rows = query_rows_;  // not rows_: flush's events are applied after
+  rows.clear();
   for (const Query& q : queries_) {
     rows.push_back(stream_.num_events());
     stream_.src.push_back(q.src);
@@ -314,7 +319,7 @@ std::vector<float> StreamSession::score_queries() {
     stream_.ts.push_back(q.time);
     stream_.event_id.push_back(q.line - 1);
   }
-  std::vector<float> logits;
+  std::vector<float>& logits = logits_;
   try {
     const std::vector<float>& scores = trainer_->stream_batch(rows, {}, 0, false);
     logits.assign(scores.begin(), scores.begin() + static_cast<int64_t>(rows.size()));

@@ -13,6 +13,7 @@
 #include <nlohmann/json.hpp>
 
 #include "datasets.h"
+#include "depbloom/cli/file_sha256.h"
 #include "depbloom/core/error.h"
 #include "depbloom/data/loader.h"
 #include "download.h"
@@ -72,7 +73,7 @@ bool reuse(const Dataset& d, const Places& p) {
     DB_THROW(data, "{}: {}", p.manifest.string(), e.what());
   }
   const std::string recorded = m.value("file_sha256", "");
-  const std::string now = sha256_of(p.events);
+  const std::string now = cli::file_sha256(p.events.string());
   if (now != recorded)
     DB_THROW(data,
              "{}: sha256 {} differs from the first download's {} ({}); remove {} and get "
@@ -141,7 +142,7 @@ void write_manifest(const Dataset& d, const Places& p, const std::string& what,
                       {"source", what},
                       {"download_sha256", download_sha},
                       {"file", d.file},
-                      {"file_sha256", sha256_of(p.events)}};
+                      {"file_sha256", cli::file_sha256(p.events.string())}};
   const fs::path tmp = p.manifest.string() + fmt::format(".tmp.{}", getpid());
   std::ofstream(tmp) << m.dump(2) << "\n";
   fs::rename(tmp, p.manifest);
@@ -150,7 +151,7 @@ void write_manifest(const Dataset& d, const Places& p, const std::string& what,
 // Stage, check, publish: the folder appears whole or not at all.
 void install(const Dataset& d, const Places& p, const fs::path& download, const std::string& what) {
   std::error_code ec;
-  const std::string sha = sha256_of(download);
+  const std::string sha = cli::file_sha256(download.string());
   check_download(d, download, what, sha);
   fs::remove_all(p.stage, ec);
   try {

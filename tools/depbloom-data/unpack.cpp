@@ -1,7 +1,6 @@
 // Moving, inflating and extracting downloads, and hashing files.
 #include "unpack.h"
 
-#include <openssl/evp.h>
 #include <sys/wait.h>
 #include <unistd.h>
 #include <zlib.h>
@@ -77,25 +76,6 @@ void unpack(const fs::path& download, const std::string& kind, const fs::path& s
     DB_THROW(config, "{}: unknown unpack kind '{}' (gz, zip, tar.bz2 or none)", what, kind);
   }
   if (!fs::is_regular_file(target)) DB_THROW(data, "{}: holds no {} once unpacked", what, file);
-}
-
-std::string sha256_of(const fs::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) DB_THROW(runtime, "{}: cannot read", path.string());
-  std::unique_ptr<EVP_MD_CTX, void (*)(EVP_MD_CTX*)> ctx(EVP_MD_CTX_new(), EVP_MD_CTX_free);
-  if (!ctx || EVP_DigestInit_ex(ctx.get(), EVP_sha256(), nullptr) != 1)
-    DB_THROW(runtime, "OpenSSL: cannot start a SHA-256");
-  std::vector<char> buf(1 << 20);
-  while (in) {
-    in.read(buf.data(), static_cast<std::streamsize>(buf.size()));
-    EVP_DigestUpdate(ctx.get(), buf.data(), static_cast<size_t>(in.gcount()));
-  }
-  unsigned char md[EVP_MAX_MD_SIZE];
-  unsigned len = 0;
-  EVP_DigestFinal_ex(ctx.get(), md, &len);
-  std::string hex;
-  for (unsigned i = 0; i < len; ++i) hex += fmt::format("{:02x}", md[i]);
-  return hex;
 }
 
 }  // namespace depbloom::tools

@@ -14,7 +14,4 @@ namespace depbloom::tools {
 void unpack(const std::filesystem::path& download, const std::string& kind,
             const std::filesystem::path& stage, const std::string& file, const std::string& what);
 
-// The lower-case hex SHA-256 of a file (OpenSSL).
-std::string sha256_of(const std::filesystem::path& path);
-
 }  // namespace depbloom::tools

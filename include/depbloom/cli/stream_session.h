@@ -113,7 +113,7 @@ class StreamSession {
   void add_query(const std::vector<std::string>& fields, int64_t line,
                  StreamClock::time_point read_at);
   bool one_pass(int32_t& k) const;
-  std::vector<float> score_queries();
+  const std::vector<float>& score_queries();
   void emit(const std::vector<float>& logits);
 
   OptionRegistry cfg_;
@@ -134,6 +134,10 @@ class StreamSession {
   StreamClock::time_point first_pending_at_{};
   std::function<void(const StreamAnswer&)> sink_;
   StreamStats stats_;
+  // A batch's working lists, kept so that applying one allocates nothing once warm.
+  std::vector<int64_t> rows_, query_rows_, positive_;
+  std::vector<int32_t> negatives_;
+  std::vector<float> logits_;
 };
 
 // "a,b,c" -> {"a", "b", "c"}, each trimmed of blanks (and a trailing CR).
