@@ -24,6 +24,8 @@ train::ClassifySettings classify_settings(const RunConfig& c) {
   train::ClassifySettings s = c.classify;
   if (!(s.lr > 0)) DB_THROW(config, "classify.lr: the learning rate must be positive");
   if (s.hidden.empty()) DB_THROW(config, "classify.hidden: needs at least one hidden width");
+  if (!(s.dropout >= 0 && s.dropout < 1))
+    DB_THROW(config, "classify.dropout: {} is not a probability in [0, 1)", s.dropout);
   s.seed = c.trainer.seed;
   return s;
 }

@@ -334,6 +334,9 @@ void declare_classify(OptionRegistry& r) {
          "--classify: stop after this many epochs without a validation ROC-AUC gain (0: never)", 0);
   r.bind("classify.batch_size", FIELD(classify.batch_size),
          "--classify: labelled events per decoder mini-batch", 1);
+  r.bind("classify.dropout", FIELD(classify.dropout),
+         "--classify: dropout after each hidden ReLU of the decoder, in training (the TGN "
+         "authors' decoder: 0.1)");
   r.bind("classify.labels", FIELD(classify.labels),
          "--classify: a file of node,time,label lines (empty: the stream's label column, "
          "JODIE's state_label; docs/node_classification.md)");

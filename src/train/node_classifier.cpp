@@ -75,7 +75,7 @@ double train_epoch(MlpDecoder& decoder, const EmbeddingTable& emb, const Labelle
     Tensor x = arena.alloc(DType::f32, Shape(count, emb.dim));
     gather_rows(x, emb, batch_rows.data(), count);
     Tensor logits = arena.alloc(DType::f32, Shape(count));
-    decoder.forward(logits, x, arena);
+    decoder.forward_train(logits, x, Tensor::wrap(batch_rows.data(), Shape(count)), epoch, arena);
     const Tensor y = Tensor::wrap(targets.data(), Shape(count));
     float loss = 0;
     model::bce_loss_forward(Tensor::wrap(&loss, Shape(1)), logits, y);
@@ -139,7 +139,10 @@ EmbeddingTable source_embeddings(Trainer& trainer, int64_t batch_size) {
   return t;
 }
 
-MlpDecoder::MlpDecoder(int64_t in_features, const std::vector<int64_t>& hidden, uint64_t seed) {
+MlpDecoder::MlpDecoder(int64_t in_features, const std::vector<int64_t>& hidden, uint64_t seed,
+                       double dropout)
+    : seed_(seed), dropout_(dropout) {
+  DB_ASSERT(dropout >= 0 && dropout < 1, "MlpDecoder: dropout {} outside [0, 1)", dropout);
   int64_t in = in_features;
   layers_.reserve(hidden.size() + 1);
   for (size_t i = 0; i <= hidden.size(); ++i) {
@@ -151,16 +154,37 @@ MlpDecoder::MlpDecoder(int64_t in_features, const std::vector<int64_t>& hidden, 
   store_.initialize(seed);
   ctx_.resize(layers_.size());
   hidden_.resize(hidden.size());
+  keep_.resize(hidden.size());
 }
 
 void MlpDecoder::forward(const Tensor& logits, const Tensor& x, Arena& arena) {
+  run_forward(logits, x, arena, Tensor{}, 0);
+}
+
+void MlpDecoder::forward_train(const Tensor& logits, const Tensor& x, const Tensor& row_ids,
+                               int64_t epoch, Arena& arena) {
+  run_forward(logits, x, arena, row_ids, epoch);
+}
+
+void MlpDecoder::run_forward(const Tensor& logits, const Tensor& x, Arena& arena,
+                             const Tensor& row_ids, int64_t epoch) {
   const int64_t batch = x.dim(0);
+  const bool drop = row_ids.defined() && dropout_ > 0;
   Tensor in = x;
   for (size_t i = 0; i < hidden_.size(); ++i) {
-    hidden_[i] = arena.alloc(DType::f32, Shape(batch, layers_[i].out_features()));
+    const Shape shape(batch, layers_[i].out_features());
+    hidden_[i] = arena.alloc(DType::f32, shape);
     layers_[i].forward(hidden_[i], ctx_[i], in);
     ops::act_forward(ops::Act::relu, hidden_[i], hidden_[i]);
     in = hidden_[i];
+    keep_[i] = Tensor{};
+    if (!drop) continue;
+    const auto purpose = static_cast<uint32_t>(RngPurpose::classify_dropout) + (uint32_t(i) << 8);
+    keep_[i] = arena.alloc(DType::u8, shape);
+    in = arena.alloc(DType::f32, shape);
+    ops::dropout_forward(in, keep_[i], hidden_[i], dropout_,
+                         RngKey{seed_, purpose, static_cast<uint32_t>(epoch)},
+                         ops::DropoutRows(row_ids));
   }
   layers_.back().forward(logits.reshape(Shape(batch, 1)), ctx_.back(), in);
 }
@@ -172,6 +196,7 @@ void MlpDecoder::backward(const Tensor& d_logits, Arena& arena) {
     // The first layer's input is the frozen embedding: no gradient goes there.
     Tensor dx = i > 0 ? arena.alloc(DType::f32, Shape(batch, layers_[i].in_features())) : Tensor{};
     layers_[i].backward(dx, dy, ctx_[i]);
+    if (i > 0 && keep_[i - 1].defined()) ops::dropout_backward(dx, dx, keep_[i - 1], dropout_);
     if (i > 0) ops::act_backward(ops::Act::relu, dx, dx, hidden_[i - 1]);
     dy = dx;
   }
@@ -195,7 +220,7 @@ ClassifyResult train_classifier(const EmbeddingTable& emb, const ClassifyRows& r
                                 const ClassifySettings& s, const ClassifyObserver& on_epoch) {
   DB_ASSERT(s.batch_size > 0 && s.epochs > 0, "train_classifier: batch {} epochs {}", s.batch_size,
             s.epochs);
-  MlpDecoder decoder(emb.dim, s.hidden, s.seed);
+  MlpDecoder decoder(emb.dim, s.hidden, s.seed, s.dropout);
   const Tensor& values = decoder.store().values();
   std::vector<float> best(static_cast<size_t>(values.numel()));
   ClassifyResult r;

@@ -4,7 +4,8 @@
 # trains a tiny TGN link-prediction checkpoint (1 epoch of 10 batches on the first 8,000
 # WIKI events, whose val and test splits hold state-label positives), runs --classify on it
 # and checks that metrics.jsonl holds validation and test ROC-AUC lines within [0, 1]; then
-# the same stream read without its label column must exit 3 with one message.
+# classify.dropout = 1 must exit 2 and the same stream read without its label column exit 3,
+# each with one message.
 set -uo pipefail
 
 bin=$1 work=$2 data=$3
@@ -31,6 +32,10 @@ for r in val + test:
     assert 0.0 <= r["auc"] <= 1.0, r
 print("val rows", len(val), "test auc", test[0]["auc"])
 PY
+
+# A dropout that is not a probability: one clear config error naming the key.
+run_checked 2 "$bin" --classify "$work/lp/best.ckpt" --set classify.dropout=1 --out "$work/bad"
+grep -qF "classify.dropout" <<<"$out" || fail "the error does not name classify.dropout"
 
 # The same stream read as a generic CSV without a label column: one clear data error.
 run_checked 3 "$bin" --classify "$work/lp/best.ckpt" --set data.format=csv \

@@ -25,12 +25,13 @@ enum class RngPurpose : uint32_t {
   synth = 7,
   coherence = 8,
   classify = 9,  // node classification's mini-batch shuffles
+  classify_dropout = 10,  // the node classifier's dropout, plus its layer << 8
   test = 99,
 };
 
 struct RngKey {
   uint64_t seed = 0;
-  uint32_t purpose = 0;  // RngPurpose, or a purpose plus a layer id (see with_stream)
+  uint32_t purpose = 0;  // RngPurpose, or a purpose plus a layer id << 8
   uint32_t epoch = 0;
 };
 

@@ -25,6 +25,7 @@ struct ClassifySettings {
   std::vector<int64_t> hidden = {80, 10};  // the decoder's hidden widths, in order
   int64_t patience = 5;                    // epochs without a validation gain (0: never stop)
   int64_t batch_size = 100;                // the decoder's mini-batch (rows)
+  double dropout = 0;                      // after each hidden ReLU, in training only
   std::string labels;                      // a (node, time, label) file; empty: the stream's
   uint64_t seed = 0;                       // the decoder's init and shuffles (run.seed)
 };
@@ -65,25 +66,37 @@ ClassifyRows classify_rows(const data::ChronoSplit& split, const std::vector<int
 // time order in batches of `batch_size` (memory carries on; no gradients, nothing trains).
 EmbeddingTable source_embeddings(Trainer& trainer, int64_t batch_size);
 
-// in -> hidden[0] -> ... -> 1 Linear layers with ReLU between them, on the CPU in f32, its
-// parameters in one store (drawn from `seed`) that one Adam step updates.
+// in -> hidden[0] -> ... -> 1 Linear layers with ReLU (then dropout, in training) between
+// them, on the CPU in f32, its parameters in one store (drawn from `seed`) that one Adam step
+// updates.
 class MlpDecoder {
  public:
-  MlpDecoder(int64_t in_features, const std::vector<int64_t>& hidden, uint64_t seed);
+  MlpDecoder(int64_t in_features, const std::vector<int64_t>& hidden, uint64_t seed,
+             double dropout = 0);
   MlpDecoder(const MlpDecoder&) = delete;
   MlpDecoder& operator=(const MlpDecoder&) = delete;
 
-  // logits [B] of x [B, in]; keeps views into `arena` for backward.
+  // logits [B] of x [B, in], no dropout; keeps views into `arena` for backward.
   void forward(const Tensor& logits, const Tensor& x, Arena& arena);
+  // The same in training: dropout draws each hidden row's mask from (seed, layer, epoch) and
+  // the row's id in `row_ids` [B] i64 (its event), never from the batch the row falls in.
+  void forward_train(const Tensor& logits, const Tensor& x, const Tensor& row_ids, int64_t epoch,
+                     Arena& arena);
   // Accumulates the gradients of the last forward's logits, given d_logits [B].
   void backward(const Tensor& d_logits, Arena& arena);
   model::ParameterStore& store() { return store_; }
 
  private:
+  void run_forward(const Tensor& logits, const Tensor& x, Arena& arena, const Tensor& row_ids,
+                   int64_t epoch);
+
   model::ParameterStore store_;
   std::vector<model::Linear> layers_;
   std::vector<model::LinearContext> ctx_;
   std::vector<Tensor> hidden_;  // each hidden layer's output after its ReLU
+  std::vector<Tensor> keep_;  // each hidden layer's dropout mask (undefined: none drawn)
+  uint64_t seed_;
+  double dropout_;
 };
 
 // The decoder's logits of `rows`, in their order.

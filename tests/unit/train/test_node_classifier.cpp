@@ -78,6 +78,7 @@ Separable separable(int64_t n, int64_t dim, float threshold, uint32_t seed) {
 struct SeparableCase {
   const char* name;
   float threshold;  // 0: balanced; 0.8: about 10% positives
+  double dropout = 0;
 };
 
 class DecoderLearns : public ::testing::TestWithParam<SeparableCase> {};
@@ -91,6 +92,7 @@ TEST_P(DecoderLearns, TrainedAucIsHighAndUntrainedIsNot) {
   s.batch_size = 50;
   s.patience = 0;
   s.seed = 1;
+  s.dropout = GetParam().dropout;
   depbloom::train::MlpDecoder fresh(d.emb.dim, s.hidden, s.seed);
   const std::vector<float> before = depbloom::train::decoder_scores(fresh, d.emb, d.rows.test);
   const double untrained = depbloom::roc_auc(before.data(), d.rows.test.label.data(), before.size());
@@ -110,8 +112,40 @@ TEST_P(DecoderLearns, TrainedAucIsHighAndUntrainedIsNot) {
 
 INSTANTIATE_TEST_SUITE_P(Labels, DecoderLearns,
                          ::testing::Values(SeparableCase{"balanced", 0.0f},
-                                           SeparableCase{"imbalanced", 0.8f}),
+                                           SeparableCase{"imbalanced", 0.8f},
+                                           SeparableCase{"dropout", 0.0f, 0.1}),
                          [](const auto& info) { return std::string(info.param.name); });
+
+// A row's dropout mask follows its id and the epoch, not the batch it is in; without
+// dropout, training's forward is scoring's.
+TEST(NodeClassifier, DropoutFollowsTheRowNotTheBatch) {
+  const Separable d = separable(10, 6, 0.0f, 4);
+  const depbloom::Tensor x = depbloom::Tensor::wrap(const_cast<float*>(d.emb.values.data()),
+                                                    depbloom::Shape(10, 6));
+  std::vector<int64_t> ids(10);
+  std::iota(ids.begin(), ids.end(), 100);
+  const auto logits_of = [&](double p, int64_t epoch, int64_t split) {
+    depbloom::train::MlpDecoder decoder(6, {32}, 7, p);
+    std::vector<float> out(10);
+    depbloom::Arena arena;
+    for (int64_t b = 0; b < 10; b += split) {
+      arena.reset();
+      decoder.forward_train(depbloom::Tensor::wrap(out.data() + b, depbloom::Shape(split)),
+                            x.rows(b, b + split),
+                            depbloom::Tensor::wrap(ids.data() + b, depbloom::Shape(split)), epoch,
+                            arena);
+    }
+    return out;
+  };
+  EXPECT_EQ(logits_of(0.5, 1, 10), logits_of(0.5, 1, 5));
+  EXPECT_NE(logits_of(0.5, 1, 10), logits_of(0.5, 2, 10));
+  EXPECT_NE(logits_of(0.5, 1, 10), logits_of(0.0, 1, 10));
+  depbloom::train::MlpDecoder plain(6, {32}, 7);
+  std::vector<float> scored(10);
+  depbloom::Arena arena;
+  plain.forward(depbloom::Tensor::wrap(scored.data(), depbloom::Shape(10)), x, arena);
+  EXPECT_EQ(logits_of(0.0, 1, 10), scored);
+}
 
 TEST(NodeClassifier, PatienceStopsEarly) {
   const Separable d = separable(600, 4, 0.0f, 8);
