@@ -48,6 +48,12 @@ __global__ void bias_add_kernel(float* y, const float* bias, I n, I cols) {
 }
 
 template <class I>
+__global__ void rows_from_bias_kernel(float* y, const float* bias, I n, I cols) {
+  for (I i = static_cast<I>(global_thread()); i < n; i += static_cast<I>(grid_threads()))
+    y[i] = bias[i % cols];
+}
+
+template <class I>
 __global__ void scale_rows_kernel(float* out, const float* x, const float* weight, I n, I cols) {
   for (I i = static_cast<I>(global_thread()); i < n; i += static_cast<I>(grid_threads()))
     out[i] = x[i] * weight[i / cols];
@@ -205,6 +211,18 @@ cudaError_t bias_add(float* y, const float* bias, int64_t rows, int64_t cols, cu
     using I = decltype(index);
     bias_add_kernel<<<grid_for(n), kBlock, 0, stream>>>(y, bias, static_cast<I>(n),
                                                         static_cast<I>(cols));
+    return cudaGetLastError();
+  });
+}
+
+cudaError_t rows_from_bias(float* y, const float* bias, int64_t rows, int64_t cols,
+                           cudaStream_t stream) {
+  if (rows <= 0 || cols <= 0) return cudaSuccess;
+  const int64_t n = rows * cols;
+  return with_index_type(n, [&](auto index) {
+    using I = decltype(index);
+    rows_from_bias_kernel<<<grid_for(n), kBlock, 0, stream>>>(y, bias, static_cast<I>(n),
+                                                              static_cast<I>(cols));
     return cudaGetLastError();
   });
 }

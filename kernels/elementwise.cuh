@@ -29,6 +29,9 @@ cudaError_t scale_rows(float* out, const float* x, const float* weight, int64_t 
                        cudaStream_t stream);
 // y [rows, cols] += bias [cols].
 cudaError_t bias_add(float* y, const float* bias, int64_t rows, int64_t cols, cudaStream_t stream);
+// y [rows, cols] = bias [cols] on every row (gemm_bias's start).
+cudaError_t rows_from_bias(float* y, const float* bias, int64_t rows, int64_t cols,
+                           cudaStream_t stream);
 
 // y = act(x); dx = dy * act'(from y). Outputs may alias inputs.
 cudaError_t act_forward(ActKind act, float* y, const float* x, int64_t n, float slope,

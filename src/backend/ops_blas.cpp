@@ -62,6 +62,17 @@ void gemm(const Tensor& c, const Tensor& a, Trans ta, const Tensor& b, Trans tb,
   DB_DISPATCH_OP(gemm, c.device(), c.dtype(), c, a, ta, b, tb, alpha, beta);
 }
 
+void gemm_bias(const Tensor& c, const Tensor& a, Trans ta, const Tensor& b, Trans tb,
+               const Tensor& bias) {
+  const char* op = "gemm_bias";
+  check_gemm_shapes(op, c, a, ta, b, tb, 0);
+  detail::common_device(op, c, bias);
+  detail::require_same_dtype(op, "bias", bias, "c", c);
+  detail::require_vector(op, "bias", bias, c.dim(1), "c", c);
+  count_gemm(c, a, ta, 0, 1);
+  DB_DISPATCH_OP(gemm_bias, c.device(), c.dtype(), c, a, ta, b, tb, bias);
+}
+
 void gemm_batched(const Tensor& c, const Tensor& a, Trans ta, const Tensor& b, Trans tb,
                   double alpha, double beta) {
   const char* op = "gemm_batched";

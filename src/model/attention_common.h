@@ -1,6 +1,6 @@
 // Private helpers shared by the model's layers (TemporalAttentionLayer, ApanMemoryUpdater,
 // RecurrentMemoryUpdater): shape checks that name the layer and argument, and the affine map
-// y = x W^T + b and its backward written with ops::gemm / bias_add.
+// y = x W^T + b and its backward written with ops::gemm_bias / gemm / bias_grad.
 #pragma once
 
 #include <array>
@@ -26,8 +26,7 @@ inline void expect_float_like(const char* layer, const char* name, const Tensor&
 
 // y [M,N] = x [M,K] W^T + b, W [N,K], b [N].
 inline void affine_forward(const Tensor& y, const Tensor& x, const Tensor& w, const Tensor& b) {
-  ops::gemm(y, x, ops::Trans::N, w, ops::Trans::T);
-  ops::bias_add(y, b);
+  ops::gemm_bias(y, x, ops::Trans::N, w, ops::Trans::T, b);
 }
 
 // dW += dy^T x, db += sum dy (accumulate); dx = dy W, or dx += dy W with accumulate_dx.

@@ -71,8 +71,10 @@ void project_messages(const Tensor& out, const Tensor& w, const CopyMessages& ms
   }
   const int64_t d = msgs.distinct.dim(0);
   Tensor proj = arena.alloc(out.dtype(), Shape(d, w.dim(0)));
-  ops::gemm(proj, msgs.distinct, ops::Trans::N, w, ops::Trans::T);
-  if (b.defined()) ops::bias_add(proj, b);
+  if (b.defined())
+    ops::gemm_bias(proj, msgs.distinct, ops::Trans::N, w, ops::Trans::T, b);
+  else
+    ops::gemm(proj, msgs.distinct, ops::Trans::N, w, ops::Trans::T);
   spread_to_copies(out, proj, msgs, accumulate, arena);
 }
 

@@ -1,4 +1,4 @@
-// Linear layer y = x W^T + b over gemm and the bias ops.
+// Linear layer y = x W^T + b over gemm_bias (gemm without a bias) and bias_grad.
 #include "depbloom/model/linear.h"
 
 #include "depbloom/backend/ops.h"
@@ -16,8 +16,11 @@ Linear::Linear(ParameterStore& store, const std::string& name, int64_t in_featur
 }
 
 void Linear::forward(const Tensor& y, LinearContext& ctx, const Tensor& x) const {
-  ops::gemm(y, x, ops::Trans::N, store_->value(weight_), ops::Trans::T);
-  if (bias_.valid()) ops::bias_add(y, store_->value(bias_));
+  if (bias_.valid())
+    ops::gemm_bias(y, x, ops::Trans::N, store_->value(weight_), ops::Trans::T,
+                   store_->value(bias_));
+  else
+    ops::gemm(y, x, ops::Trans::N, store_->value(weight_), ops::Trans::T);
   ctx.x = x;
 }
 

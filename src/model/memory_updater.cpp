@@ -44,11 +44,11 @@ void RecurrentMemoryUpdater::forward(const Tensor& h_new, MemoryUpdaterContext& 
   ctx.input = arena.alloc(dtype, Shape(batch, mail_dim_ + time_.dim()));
   ops::concat_cols(ctx.input, {mail, encoded});
   Tensor gx = arena.alloc(dtype, Shape(batch, gate_rows()));
-  ops::gemm(gx, ctx.input, Trans::N, store_->value(weight_ih_), Trans::T);
-  ops::bias_add(gx, store_->value(bias_ih_));
+  ops::gemm_bias(gx, ctx.input, Trans::N, store_->value(weight_ih_), Trans::T,
+                 store_->value(bias_ih_));
   Tensor gh = arena.alloc(dtype, Shape(batch, gate_rows()));
-  ops::gemm(gh, memory, Trans::N, store_->value(weight_hh_), Trans::T);
-  ops::bias_add(gh, store_->value(bias_hh_));
+  ops::gemm_bias(gh, memory, Trans::N, store_->value(weight_hh_), Trans::T,
+                 store_->value(bias_hh_));
   cell_forward(h_new, ctx, gx, gh, memory, arena);
 }
 

@@ -1,6 +1,6 @@
-// GPU suite, dense ops: gemm (all transposes, alpha/beta), gemm_batched, bias, activations,
-// the GRU and RNN cells, the time encoding and layer norm on cuda:0 equal the CPU ops on the
-// same random inputs (float32, TF32 off). Every test skips without a usable GPU.
+// GPU suite, dense ops: gemm (all transposes, alpha/beta), gemm_batched, gemm_bias, bias,
+// activations, the GRU and RNN cells, the time encoding and layer norm on cuda:0 equal the
+// CPU ops on the same random inputs (float32, TF32 off). Every test skips without a usable GPU.
 #include <gtest/gtest.h>
 
 #include "gpu/gpu_test_util.h"
@@ -48,6 +48,25 @@ TEST_F(GpuDense, GemmBatched) {
         F c(Shape(S, M, N), rng.vec(S * M * N));
         ops::gemm_batched(c.cpu, a.cpu, ta, b.cpu, tb, 1.5, 0.5);
         ops::gemm_batched(c.gpu, a.gpu, ta, b.gpu, tb, 1.5, 0.5);
+        EXPECT_TRUE(c.matches_norm());
+      }
+}
+
+TEST_F(GpuDense, GemmBias) {
+  Rand rng(3003);
+  const int64_t mnk[][3] = {{1, 1, 1}, {7, 33, 0}, {7, 33, 257}, {257, 100, 33}};
+  for (const auto& s : mnk)
+    for (Trans ta : {Trans::N, Trans::T})
+      for (Trans tb : {Trans::N, Trans::T}) {
+        const int64_t M = s[0], N = s[1], K = s[2];
+        SCOPED_TRACE(testing::Message() << "M " << M << " N " << N << " K " << K << " ta "
+                                        << (ta == Trans::T) << " tb " << (tb == Trans::T));
+        F a(ta == Trans::N ? Shape(M, K) : Shape(K, M), rng.vec(M * K));
+        F b(tb == Trans::N ? Shape(K, N) : Shape(N, K), rng.vec(K * N));
+        F bias(Shape(N), rng.vec(N));
+        F c = F::nan(Shape(M, N));
+        ops::gemm_bias(c.cpu, a.cpu, ta, b.cpu, tb, bias.cpu);
+        ops::gemm_bias(c.gpu, a.gpu, ta, b.gpu, tb, bias.gpu);
         EXPECT_TRUE(c.matches_norm());
       }
 }

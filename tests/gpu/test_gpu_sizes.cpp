@@ -60,6 +60,8 @@ std::vector<double> dense_size_zero(Pool& p) {
   ops::gemm(p.f32(Shape(3, 0)), p.f32(Shape(3, 5)), ops::Trans::N, p.f32(Shape(5, 0)),
             ops::Trans::N);
   ops::gemm(c0, p.f32(Shape(3, 0)), ops::Trans::N, p.f32(Shape(0, 4)), ops::Trans::N, 1.0, 0.5);
+  ops::gemm_bias(p.f32(Shape(0, 4)), p.f32(Shape(0, 5)), ops::Trans::N, p.f32(Shape(5, 4)),
+                 ops::Trans::N, p.f32(Shape(4)));
   ops::bias_add(p.f32(Shape(0, 4)), p.f32(Shape(4)));
   const Tensor dbias = p.f32(Shape(4), 3);
   ops::bias_grad(dbias, p.f32(Shape(0, 4)));

@@ -1,9 +1,9 @@
-// CPU gemm through OpenBLAS (row-major cblas) and the bias ops beside it. Large products
-// are cut into a grid of C tiles fixed by the shape alone and run one tile per OpenMP
-// thread, each a single-threaded OpenBLAS call: the bits then do not depend on the thread
-// count, and OpenBLAS's own threaded driver (which mallocs per call) is never entered.
-// Products with a small C and a long inner dimension (weight gradients over a batch) are
-// cut along k instead, into partial products summed in a fixed order.
+// CPU gemm and gemm_bias through OpenBLAS (row-major cblas), and the bias ops beside them.
+// Large products are cut into a grid of C tiles fixed by the shape alone and run one tile
+// per OpenMP thread, each a single-threaded OpenBLAS call: the bits then do not depend on
+// the thread count, and OpenBLAS's own threaded driver (which mallocs per call) is never
+// entered. Products with a small C and a long inner dimension (weight gradients over a
+// batch) are cut along k instead, into partial products summed in a fixed order.
 #include <cblas.h>
 
 #include <algorithm>
@@ -83,13 +83,21 @@ TileGrid tile_grid(const GemmShape& s, int64_t min_side) {
 constexpr int64_t kSplitMinK = 1024;
 constexpr int64_t kSplitChunks = 4;
 
+// Rows [0, m) of c (row length ldc) become the first n entries of bias: a gemm_bias tile's
+// start, onto which the product then accumulates (beta 1).
+template <class T>
+void start_from_bias(T* c, int64_t m, int64_t n, int64_t ldc, const T* DB_RESTRICT bias) {
+  for (int64_t i = 0; i < m; ++i) std::copy_n(bias, n, c + i * ldc);
+}
+
 // c = alpha sum_j op(a_j) op(b_j) + beta c over kSplitChunks ranges j of k, each a
 // single-threaded product into scratch; the partial sums are added in chunk order, so the
 // bits do not depend on the thread count. The scratch is per thread and only grows (at
 // most kSplitChunks * 255 * 255 elements): a warm step allocates nothing.
+// With a bias, c = sum + bias instead (gemm_bias's beta is 0).
 template <class T>
 void gemm_split_k(const GemmShape& s, Trans ta, Trans tb, double alpha, const T* a, const T* b,
-                  double beta, T* c) {
+                  double beta, T* c, const T* bias) {
   static thread_local std::vector<T> scratch;
   const int64_t mn = s.m * s.n;
   if (scratch.size() < static_cast<size_t>(kSplitChunks * mn))
@@ -116,26 +124,33 @@ void gemm_split_k(const GemmShape& s, Trans ta, Trans tb, double alpha, const T*
         T sum = 0;
         for (int64_t j = 0; j < kSplitChunks; ++j) sum += partial[j * mn + i * s.n + col];
         // beta == 0 overwrites, as BLAS does (a NaN in c is dropped).
-        row[col] = beta == 0.0 ? al * sum : al * sum + be * row[col];
+        if (bias != nullptr)
+          row[col] = al * sum + bias[col];
+        else
+          row[col] = beta == 0.0 ? al * sum : al * sum + be * row[col];
       }
     }
   });
 }
 
 // c = alpha op(a) op(b) + beta c for one matrix, tiled over C when OpenBLAS would thread.
+// With a bias [n] (gemm_bias: alpha 1, beta 0) each tile of c starts as the bias while it is
+// in cache and the product accumulates onto it: c = op(a) op(b) + bias, with no pass of its
+// own and none of BLAS's beta = 0 clearing.
 template <class T>
 void gemm_matrix(const GemmShape& s, Trans ta, Trans tb, double alpha, const T* a, const T* b,
-                 double beta, T* c) {
+                 double beta, T* c, const T* bias = nullptr) {
   if (static_cast<double>(s.m) * static_cast<double>(s.n) * static_cast<double>(s.k) <=
       kOpenBlasSerialVolume) {
-    gemm_call(s, ta, tb, alpha, a, b, beta, c);
+    if (bias != nullptr) start_from_bias(c, s.m, s.n, s.ldc, bias);
+    gemm_call(s, ta, tb, alpha, a, b, bias != nullptr ? 1.0 : beta, c);
     return;
   }
   TileGrid g = tile_grid(s, kMinTileSide);
   if (g.row_tiles * g.col_tiles < 2) {
     // Small m and n: a weight gradient over a long k is cut along k; otherwise smaller
     // tiles rather than one thread.
-    if (s.k >= kSplitMinK) return gemm_split_k(s, ta, tb, alpha, a, b, beta, c);
+    if (s.k >= kSplitMinK) return gemm_split_k(s, ta, tb, alpha, a, b, beta, c, bias);
     g = tile_grid(s, kMinTileSide / 2);
   }
   // Always inside an OpenMP region (or with one thread): OpenBLAS then stays
@@ -151,7 +166,9 @@ void gemm_matrix(const GemmShape& s, Trans ta, Trans tb, double alpha, const T* 
       // columns j0.. of op(b).
       const T* a_tile = ta == Trans::N ? a + i0 * s.lda : a + i0;
       const T* b_tile = tb == Trans::N ? b + j0 : b + j0 * s.ldb;
-      gemm_call(tile, ta, tb, alpha, a_tile, b_tile, beta, c + i0 * s.ldc + j0);
+      T* c_tile = c + i0 * s.ldc + j0;
+      if (bias != nullptr) start_from_bias(c_tile, tile.m, tile.n, s.ldc, bias + j0);
+      gemm_call(tile, ta, tb, alpha, a_tile, b_tile, bias != nullptr ? 1.0 : beta, c_tile);
     }
   });
 }
@@ -186,6 +203,18 @@ void gemm(const Tensor& c, const Tensor& a, Trans ta, const Tensor& b, Trans tb,
     using T = decltype(zero);
     if (s.k == 0) return scale_output(c.data<T>(), s.m * s.n, beta);
     gemm_matrix(s, ta, tb, alpha, a.data<T>(), b.data<T>(), beta, c.data<T>());
+  });
+}
+
+void gemm_bias(const Tensor& c, const Tensor& a, Trans ta, const Tensor& b, Trans tb,
+               const Tensor& bias) {
+  const GemmShape s = gemm_shape(c, a, ta, b, 0);
+  if (s.m == 0 || s.n == 0) return;
+  visit_float(c.dtype(), [&](auto zero) {
+    using T = decltype(zero);
+    const T* pb = bias.data<T>();
+    if (s.k == 0) return start_from_bias(c.data<T>(), s.m, s.n, s.n, pb);
+    gemm_matrix(s, ta, tb, 1.0, a.data<T>(), b.data<T>(), 0.0, c.data<T>(), pb);
   });
 }
 

@@ -81,6 +81,17 @@ void gemm(const Tensor& c, const Tensor& a, Trans ta, const Tensor& b, Trans tb,
   row_major_sgemm(c.device().index, g);
 }
 
+// The bias broadcast into c, then the product accumulated onto it (beta 1): two launches.
+// cuBLASLt's bias epilogue would make it one; it waits for a GPU to be checked on.
+void gemm_bias(const Tensor& c, const Tensor& a, Trans ta, const Tensor& b, Trans tb,
+               const Tensor& bias) {
+  if (c.empty()) return;
+  cudaStream_t stream = backend::enter_device(c.device().index);
+  DB_CHECK_CUDA(
+      kernels::rows_from_bias(c.data<float>(), bias.data<float>(), c.dim(0), c.dim(1), stream));
+  cuda::gemm(c, a, ta, b, tb, 1.0, 1.0);
+}
+
 void gemm_batched(const Tensor& c, const Tensor& a, Trans ta, const Tensor& b, Trans tb,
                   double alpha, double beta) {
   GemmCall g{};

@@ -1,5 +1,6 @@
-// Op tests for gemm, gemm_batched, bias_add and bias_grad against plain double loops, over
-// shapes with 1, odd and larger sizes, all transpose combinations, alpha/beta and guards.
+// Op tests for gemm, gemm_batched, gemm_bias, bias_add and bias_grad against plain double
+// loops, over shapes with 1, odd and larger sizes, all transpose combinations, alpha/beta
+// and guards.
 // Not the gradient checks (test_grad_*.cpp) or the error paths (test_op_errors.cpp).
 #include <gtest/gtest.h>
 #include <omp.h>
@@ -106,7 +107,43 @@ std::vector<GemmCase> gemm_cases() {
 }
 INSTANTIATE_TEST_SUITE_P(Ops, Gemm, testing::ValuesIn(gemm_cases()), CaseName());
 
-// Tiled and k-split products give the same bits whatever the thread count.
+// gemm_bias: c = op(a) op(b) + bias on every row, over the serial, tiled (257 x 100 x 33)
+// and k-split (the last two) paths and an empty k (c = the bias); c starts as NaN, which
+// it must never read.
+template <class T>
+void check_gemm_bias(int64_t M, int64_t N, int64_t K, Trans ta, Trans tb) {
+  Rand rng(2000 + static_cast<uint64_t>(M * 7 + N * 13 + K * 31));
+  Guarded<T> a(ta == Trans::N ? Shape(M, K) : Shape(K, M), rng.vec(M * K));
+  Guarded<T> b(tb == Trans::N ? Shape(K, N) : Shape(N, K), rng.vec(K * N));
+  Guarded<T> bias(Shape(N), rng.vec(N));
+  Guarded<T> c(Shape(M, N));
+  c.fill_nan();
+  auto ref = gemm_ref(a.values(), ta, b.values(), tb, {}, 1, M, N, K, 1.0, 0.0);
+  const auto bv = bias.values();
+  for (int64_t m = 0; m < M; ++m)
+    for (int64_t n = 0; n < N; ++n) ref[static_cast<size_t>(m * N + n)] += bv[n];
+  depbloom::ops::gemm_bias(c, a, ta, b, tb, bias);
+  EXPECT_TRUE(norm_close(c.values(), ref, norm_tol<T>()));
+  EXPECT_TRUE(c.guard_intact());
+  EXPECT_TRUE(bias.guard_intact());
+}
+
+TEST(GemmBias, MatchesReference) {
+  const int64_t mnk[][3] = {{1, 1, 1},      {7, 33, 0},      {33, 7, 257},
+                            {257, 100, 33}, {33, 100, 1100}, {100, 7, 2049}};
+  for (const auto& s : mnk)
+    for (Trans ta : {Trans::N, Trans::T})
+      for (Trans tb : {Trans::N, Trans::T}) {
+        SCOPED_TRACE(testing::Message()
+                     << "M " << s[0] << " N " << s[1] << " K " << s[2] << " "
+                     << (ta == Trans::N ? "N" : "T") << (tb == Trans::N ? "N" : "T"));
+        check_gemm_bias<float>(s[0], s[1], s[2], ta, tb);
+        check_gemm_bias<double>(s[0], s[1], s[2], ta, tb);
+      }
+}
+
+// Tiled and k-split products, with and without a bias, give the same bits whatever the
+// thread count.
 TEST(GemmOps, IndependentOfThreadCount) {
   Rand rng(17);
   const int64_t shapes[][3] = {{257, 300, 40}, {200, 150, 3000}};
@@ -114,6 +151,7 @@ TEST(GemmOps, IndependentOfThreadCount) {
     Guarded<float> a(Shape(s[2], s[0]), rng.vec(s[2] * s[0]));
     Guarded<float> b(Shape(s[2], s[1]), rng.vec(s[2] * s[1]));
     Guarded<float> c(Shape(s[0], s[1]));
+    Guarded<float> bias(Shape(s[1]), rng.vec(s[1]));
     const int saved = omp_get_max_threads();
     std::vector<std::vector<double>> got;
     for (int threads : {1, 2, 3}) {
@@ -121,10 +159,12 @@ TEST(GemmOps, IndependentOfThreadCount) {
       c.set(std::vector<double>(static_cast<size_t>(c.numel()), 0.5));
       depbloom::ops::gemm(c, a, Trans::T, b, Trans::N, 0.75, 2.0);
       got.push_back(c.values());
+      depbloom::ops::gemm_bias(c, a, Trans::T, b, Trans::N, bias);
+      got.push_back(c.values());
     }
     omp_set_num_threads(saved);
-    EXPECT_TRUE(bitwise_equal(got[0], got[1])) << s[0] << "x" << s[1] << "x" << s[2];
-    EXPECT_TRUE(bitwise_equal(got[0], got[2])) << s[0] << "x" << s[1] << "x" << s[2];
+    for (size_t i = 2; i < got.size(); ++i)  // gemm, then gemm_bias, per thread count
+      EXPECT_TRUE(bitwise_equal(got[i % 2], got[i])) << s[0] << "x" << s[1] << "x" << s[2];
   }
 }
 

@@ -1,7 +1,8 @@
 // Finite-difference gradient checks (float64, central differences, eps 1e-6, tolerance
 // |analytic - numeric| <= 1e-8 + 1e-6 |numeric|, see grad_close) for gemm, gemm_batched,
-// bias, the activations, the GRU and RNN cells, the time encoding and layer norm, plus the
-// accumulate contract of the parameter gradients. The loss is always L = sum(out * R).
+// gemm_bias, bias, the activations, the GRU and RNN cells, the time encoding and layer norm,
+// plus the accumulate contract of the parameter gradients. The loss is always
+// L = sum(out * R).
 #include <gtest/gtest.h>
 
 #include "depbloom/backend/ops.h"
@@ -57,6 +58,26 @@ TEST_P(GemmGrad, MatchesFiniteDifferences) {
 INSTANTIATE_TEST_SUITE_P(Grad, GemmGrad,
                          testing::Combine(testing::Values(Trans::N, Trans::T),
                                           testing::Values(Trans::N, Trans::T), testing::Bool()));
+
+// gemm_bias's gradients are gemm's and bias_grad's: x [3,5] W^T [5,4] + b as Linear runs it.
+TEST(Grad, GemmBias) {
+  Rand rng(2002);
+  G x(Shape(3, 5), rng.vec(15)), w(Shape(4, 5), rng.vec(20)), bias(Shape(4), rng.vec(4));
+  G y(Shape(3, 4)), r(Shape(3, 4), rng.vec(12));
+  auto rv = r.values();
+  auto loss = [&] {
+    ops::gemm_bias(y, x, Trans::N, w, Trans::T, bias);
+    return project(y.data(), rv);
+  };
+  G dx(Shape(3, 5)), dw(Shape(4, 5)), db(Shape(4));
+  ops::gemm(dx, r, Trans::N, w, Trans::N);  // dx = R W
+  ops::gemm(dw, r, Trans::T, x, Trans::N);  // dW = R^T x
+  db.fill(0.0);
+  ops::bias_grad(db, r);
+  EXPECT_TRUE(grad_close(dx.values(), numeric_grad(x.data(), x.numel(), loss))) << "dx";
+  EXPECT_TRUE(grad_close(dw.values(), numeric_grad(w.data(), w.numel(), loss))) << "dW";
+  EXPECT_TRUE(grad_close(db.values(), numeric_grad(bias.data(), bias.numel(), loss))) << "db";
+}
 
 TEST(Grad, BiasAddAndAccumulate) {
   Rand rng(2001);

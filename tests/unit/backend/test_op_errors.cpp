@@ -59,6 +59,12 @@ std::vector<ShapeErrorCase> shape_cases() {
        },
        {"[2, 3, 4]", "[3, 4, 3]"},
        {}},
+      {"gemm_bias",
+       [] {
+         ops::gemm_bias(f32(S(3, 4)), f32(S(3, 2)), Trans::N, f32(S(2, 4)), Trans::N, f32(S(5)));
+       },
+       {"[3, 4]", "[5]"},
+       {}},
       {"bias_add", [] { ops::bias_add(f32(S(3, 4)), f32(S(5))); }, {"[3, 4]", "[5]"}, {}},
       {"bias_grad", [] { ops::bias_grad(f32(S(5)), f32(S(3, 4))); }, {"[3, 4]", "[5]"}, {}},
       {"act_forward",
