@@ -41,16 +41,24 @@ __global__ void mul_kernel(float* out, const float* a, const float* b, int64_t n
 }
 
 // I: the index type (with_index_type), so the column is a 32-bit remainder when it can be.
-template <class I>
-__global__ void bias_add_kernel(float* y, const float* bias, I n, I cols) {
+// y [n / cols, cols] += bias (kAdd), or = bias on every row (gemm_bias's start).
+template <class I, bool kAdd>
+__global__ void bias_rows_kernel(float* y, const float* bias, I n, I cols) {
   for (I i = static_cast<I>(global_thread()); i < n; i += static_cast<I>(grid_threads()))
-    y[i] += bias[i % cols];
+    y[i] = kAdd ? y[i] + bias[i % cols] : bias[i % cols];
 }
 
-template <class I>
-__global__ void rows_from_bias_kernel(float* y, const float* bias, I n, I cols) {
-  for (I i = static_cast<I>(global_thread()); i < n; i += static_cast<I>(grid_threads()))
-    y[i] = bias[i % cols];
+template <bool kAdd>
+cudaError_t launch_bias_rows(float* y, const float* bias, int64_t rows, int64_t cols,
+                             cudaStream_t stream) {
+  if (rows <= 0 || cols <= 0) return cudaSuccess;
+  const int64_t n = rows * cols;
+  return with_index_type(n, [&](auto index) {
+    using I = decltype(index);
+    bias_rows_kernel<I, kAdd>
+        <<<grid_for(n), kBlock, 0, stream>>>(y, bias, static_cast<I>(n), static_cast<I>(cols));
+    return cudaGetLastError();
+  });
 }
 
 template <class I>
@@ -205,26 +213,12 @@ cudaError_t mul(float* out, const float* a, const float* b, int64_t n, cudaStrea
 }
 
 cudaError_t bias_add(float* y, const float* bias, int64_t rows, int64_t cols, cudaStream_t stream) {
-  if (rows <= 0 || cols <= 0) return cudaSuccess;
-  const int64_t n = rows * cols;
-  return with_index_type(n, [&](auto index) {
-    using I = decltype(index);
-    bias_add_kernel<<<grid_for(n), kBlock, 0, stream>>>(y, bias, static_cast<I>(n),
-                                                        static_cast<I>(cols));
-    return cudaGetLastError();
-  });
+  return launch_bias_rows<true>(y, bias, rows, cols, stream);
 }
 
 cudaError_t rows_from_bias(float* y, const float* bias, int64_t rows, int64_t cols,
                            cudaStream_t stream) {
-  if (rows <= 0 || cols <= 0) return cudaSuccess;
-  const int64_t n = rows * cols;
-  return with_index_type(n, [&](auto index) {
-    using I = decltype(index);
-    rows_from_bias_kernel<<<grid_for(n), kBlock, 0, stream>>>(y, bias, static_cast<I>(n),
-                                                              static_cast<I>(cols));
-    return cudaGetLastError();
-  });
+  return launch_bias_rows<false>(y, bias, rows, cols, stream);
 }
 
 cudaError_t scale_rows(float* out, const float* x, const float* weight, int64_t rows, int64_t cols,
