@@ -83,8 +83,8 @@ TileGrid tile_grid(const GemmShape& s, int64_t min_side) {
 constexpr int64_t kSplitMinK = 1024;
 constexpr int64_t kSplitChunks = 4;
 
-// Rows [0, m) of c (row length ldc) become the first n entries of bias: a gemm_bias tile's
-// start, onto which the product then accumulates (beta 1).
+// Each of rows [0, m) of c (ldc apart) becomes bias [0, n): a gemm_bias tile's start, onto
+// which the product then accumulates (beta 1).
 template <class T>
 void start_from_bias(T* c, int64_t m, int64_t n, int64_t ldc, const T* DB_RESTRICT bias) {
   for (int64_t i = 0; i < m; ++i) std::copy_n(bias, n, c + i * ldc);
