@@ -200,8 +200,10 @@ void TemporalAttentionLayer::project_keys_values(TemporalAttentionContext& ctx, 
       ctx.kv_in = arena.alloc(t, Shape(N, c.d_edge + c.d_time));
       ops::concat_cols(ctx.kv_in, {ctx.e.reshape(Shape(N, c.d_edge)), te_nbr});
     }
-    project_from_table(ctx.k.reshape(Shape(N, A)), arena, ctx.nbr, ctx.kv_in, w.w_k, w.b_k);
-    project_from_table(ctx.v.reshape(Shape(N, A)), arena, ctx.nbr, ctx.kv_in, w.w_v, w.b_v);
+    project_from_table(ctx.k.reshape(Shape(N, A)), arena, ctx.nbr, ctx.kv_in, w.w_k, w.b_k,
+                       ctx.w_k_h, ctx.w_k_rest);
+    project_from_table(ctx.v.reshape(Shape(N, A)), arena, ctx.nbr, ctx.kv_in, w.w_v, w.b_v,
+                       ctx.w_v_h, ctx.w_v_rest);
     return;
   }
   ctx.kv_in = arena.alloc(t, Shape(N, c.d_kv_in()));
@@ -287,8 +289,10 @@ void TemporalAttentionLayer::backward(const Tensor& dh_root, const Tensor& dh_nb
   const Tensor dk2 = dk.reshape(Shape(N, A)), dv2 = dv.reshape(Shape(N, A));
   Tensor d_te_nbr = arena.alloc(t, Shape(N, c.d_time));
   if (ctx.from_table) {
-    backward_from_table(dh_nbr, de, d_te_nbr, grads.w_k, grads.b_k, dk2, ctx, w.w_k, false, arena);
-    backward_from_table(dh_nbr, de, d_te_nbr, grads.w_v, grads.b_v, dv2, ctx, w.w_v, true, arena);
+    backward_from_table(dh_nbr, de, d_te_nbr, grads.w_k, grads.b_k, dk2, ctx, ctx.w_k_h,
+                        ctx.w_k_rest, false, arena);
+    backward_from_table(dh_nbr, de, d_te_nbr, grads.w_v, grads.b_v, dv2, ctx, ctx.w_v_h,
+                        ctx.w_v_rest, true, arena);
   } else {
     detail::affine_backward(Tensor{}, grads.w_k, grads.b_k, dk2, ctx.kv_in, w.w_k);
     detail::affine_backward(Tensor{}, grads.w_v, grads.b_v, dv2, ctx.kv_in, w.w_v);

@@ -8,13 +8,16 @@
 namespace depbloom::model {
 
 // out [N, A] = table[rows] W_h^T + rest_in W_rest^T + b, where W = [W_h | W_rest] splits
-// the columns into the table's share and the [e || te] share.
+// the columns into the table's share and the [e || te] share; w_h and w_rest keep the
+// split for the backward.
 void TemporalAttentionLayer::project_from_table(const Tensor& out, Arena& arena,
                                                 const NeighbourRows& nbr, const Tensor& rest_in,
-                                                const Tensor& w, const Tensor& b) const {
+                                                const Tensor& w, const Tensor& b, Tensor& w_h,
+                                                Tensor& w_rest) const {
   const DType t = out.dtype();
   const int64_t A = w.dim(0), rest = rest_in.dim(1);
-  Tensor w_h = arena.alloc(t, Shape(A, cfg_.d_in)), w_rest = arena.alloc(t, Shape(A, rest));
+  w_h = arena.alloc(t, Shape(A, cfg_.d_in));
+  w_rest = arena.alloc(t, Shape(A, rest));
   ops::split_cols({w_h, w_rest}, w);
   Tensor per_row = arena.alloc(t, Shape(nbr.table.dim(0), A));
   ops::gemm(per_row, nbr.table, ops::Trans::N, w_h, ops::Trans::T);
@@ -30,11 +33,11 @@ void TemporalAttentionLayer::backward_from_table(const Tensor& d_table, const Te
                                                  const Tensor& d_te, const Tensor& grad_w,
                                                  const Tensor& grad_b, const Tensor& dproj,
                                                  const TemporalAttentionContext& ctx,
-                                                 const Tensor& w, bool accumulate,
-                                                 Arena& arena) const {
+                                                 const Tensor& w_h, const Tensor& w_rest,
+                                                 bool accumulate, Arena& arena) const {
   const auto& c = cfg_;
   const DType t = dproj.dtype();
-  const int64_t A = w.dim(0), N = dproj.dim(0), rest = c.d_edge + c.d_time;
+  const int64_t A = w_h.dim(0), N = dproj.dim(0), rest = c.d_edge + c.d_time;
   const Tensor& table = ctx.nbr.table;
   Tensor per_row = arena.alloc(t, Shape(table.dim(0), A));
   ops::fill(per_row, 0.0);
@@ -47,9 +50,8 @@ void TemporalAttentionLayer::backward_from_table(const Tensor& d_table, const Te
   ops::concat_cols(dw, {dw_h, dw_rest});
   ops::axpy(grad_w, 1.0, dw);
   ops::bias_grad(grad_b, dproj);
-  // Input gradients: the table's, then the [e || te] parts'.
-  Tensor w_h = arena.alloc(t, Shape(A, c.d_in)), w_rest = arena.alloc(t, Shape(A, rest));
-  ops::split_cols({w_h, w_rest}, w);
+  // Input gradients (through the forward's split of W): the table's, then the [e || te]
+  // parts'.
   if (d_table.raw() != nullptr)
     ops::gemm(d_table, per_row, ops::Trans::N, w_h, ops::Trans::N, 1.0, 1.0);
   const bool want_e = de.raw() != nullptr;
