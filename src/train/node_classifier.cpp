@@ -75,7 +75,12 @@ double train_epoch(MlpDecoder& decoder, const EmbeddingTable& emb, const Labelle
     Tensor x = arena.alloc(DType::f32, Shape(count, emb.dim));
     gather_rows(x, emb, batch_rows.data(), count);
     Tensor logits = arena.alloc(DType::f32, Shape(count));
-    decoder.forward_train(logits, x, Tensor::wrap(batch_rows.data(), Shape(count)), epoch, arena);
+    const model::DropoutDraw draw{
+        true,
+        RngKey{s.seed, static_cast<uint32_t>(RngPurpose::classify_dropout),
+               static_cast<uint32_t>(epoch)},
+        ops::DropoutRows(Tensor::wrap(batch_rows.data(), Shape(count)))};
+    decoder.forward(logits, x, arena, draw);
     const Tensor y = Tensor::wrap(targets.data(), Shape(count));
     float loss = 0;
     model::bce_loss_forward(Tensor::wrap(&loss, Shape(1)), logits, y);
@@ -141,7 +146,7 @@ EmbeddingTable source_embeddings(Trainer& trainer, int64_t batch_size) {
 
 MlpDecoder::MlpDecoder(int64_t in_features, const std::vector<int64_t>& hidden, uint64_t seed,
                        double dropout)
-    : seed_(seed), dropout_(dropout) {
+    : dropout_(dropout) {
   DB_ASSERT(dropout >= 0 && dropout < 1, "MlpDecoder: dropout {} outside [0, 1)", dropout);
   int64_t in = in_features;
   layers_.reserve(hidden.size() + 1);
@@ -157,19 +162,10 @@ MlpDecoder::MlpDecoder(int64_t in_features, const std::vector<int64_t>& hidden, 
   keep_.resize(hidden.size());
 }
 
-void MlpDecoder::forward(const Tensor& logits, const Tensor& x, Arena& arena) {
-  run_forward(logits, x, arena, Tensor{}, 0);
-}
-
-void MlpDecoder::forward_train(const Tensor& logits, const Tensor& x, const Tensor& row_ids,
-                               int64_t epoch, Arena& arena) {
-  run_forward(logits, x, arena, row_ids, epoch);
-}
-
-void MlpDecoder::run_forward(const Tensor& logits, const Tensor& x, Arena& arena,
-                             const Tensor& row_ids, int64_t epoch) {
+void MlpDecoder::forward(const Tensor& logits, const Tensor& x, Arena& arena,
+                         const model::DropoutDraw& draw) {
   const int64_t batch = x.dim(0);
-  const bool drop = row_ids.defined() && dropout_ > 0;
+  const bool drop = draw.training && dropout_ > 0;
   Tensor in = x;
   for (size_t i = 0; i < hidden_.size(); ++i) {
     const Shape shape(batch, layers_[i].out_features());
@@ -179,12 +175,11 @@ void MlpDecoder::run_forward(const Tensor& logits, const Tensor& x, Arena& arena
     in = hidden_[i];
     keep_[i] = Tensor{};
     if (!drop) continue;
-    const auto purpose = static_cast<uint32_t>(RngPurpose::classify_dropout) + (uint32_t(i) << 8);
+    RngKey key = draw.key;
+    key.purpose += static_cast<uint32_t>(i) << 8;
     keep_[i] = arena.alloc(DType::u8, shape);
     in = arena.alloc(DType::f32, shape);
-    ops::dropout_forward(in, keep_[i], hidden_[i], dropout_,
-                         RngKey{seed_, purpose, static_cast<uint32_t>(epoch)},
-                         ops::DropoutRows(row_ids));
+    ops::dropout_forward(in, keep_[i], hidden_[i], dropout_, key, draw.rows);
   }
   layers_.back().forward(logits.reshape(Shape(batch, 1)), ctx_.back(), in);
 }

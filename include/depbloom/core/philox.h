@@ -24,7 +24,7 @@ enum class RngPurpose : uint32_t {
   new_nodes = 6,
   synth = 7,
   coherence = 8,
-  classify = 9,  // node classification's mini-batch shuffles
+  classify = 9,           // node classification's mini-batch shuffles
   classify_dropout = 10,  // the node classifier's dropout, plus its layer << 8
   test = 99,
 };

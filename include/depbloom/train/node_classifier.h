@@ -12,6 +12,7 @@
 
 #include "depbloom/core/arena.h"
 #include "depbloom/data/split.h"
+#include "depbloom/model/dropout.h"
 #include "depbloom/model/linear.h"
 #include "depbloom/model/parameters.h"
 #include "depbloom/train/trainer.h"
@@ -76,26 +77,21 @@ class MlpDecoder {
   MlpDecoder(const MlpDecoder&) = delete;
   MlpDecoder& operator=(const MlpDecoder&) = delete;
 
-  // logits [B] of x [B, in], no dropout; keeps views into `arena` for backward.
-  void forward(const Tensor& logits, const Tensor& x, Arena& arena);
-  // The same in training: dropout draws each hidden row's mask from (seed, layer, epoch) and
-  // the row's id in `row_ids` [B] i64 (its event), never from the batch the row falls in.
-  void forward_train(const Tensor& logits, const Tensor& x, const Tensor& row_ids, int64_t epoch,
-                     Arena& arena);
+  // logits [B] of x [B, in]; keeps views into `arena` for backward. In training (`draw`),
+  // hidden layer i's dropout masks come from draw.key with the layer in its purpose
+  // (+ i << 8) and draw.rows (each row's event), never from the batch a row falls in.
+  void forward(const Tensor& logits, const Tensor& x, Arena& arena,
+               const model::DropoutDraw& draw = {});
   // Accumulates the gradients of the last forward's logits, given d_logits [B].
   void backward(const Tensor& d_logits, Arena& arena);
   model::ParameterStore& store() { return store_; }
 
  private:
-  void run_forward(const Tensor& logits, const Tensor& x, Arena& arena, const Tensor& row_ids,
-                   int64_t epoch);
-
   model::ParameterStore store_;
   std::vector<model::Linear> layers_;
   std::vector<model::LinearContext> ctx_;
   std::vector<Tensor> hidden_;  // each hidden layer's output after its ReLU
-  std::vector<Tensor> keep_;  // each hidden layer's dropout mask (undefined: none drawn)
-  uint64_t seed_;
+  std::vector<Tensor> keep_;    // each hidden layer's dropout mask (undefined: none drawn)
   double dropout_;
 };
 

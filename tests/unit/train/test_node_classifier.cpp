@@ -95,10 +95,12 @@ TEST_P(DecoderLearns, TrainedAucIsHighAndUntrainedIsNot) {
   s.dropout = GetParam().dropout;
   depbloom::train::MlpDecoder fresh(d.emb.dim, s.hidden, s.seed);
   const std::vector<float> before = depbloom::train::decoder_scores(fresh, d.emb, d.rows.test);
-  const double untrained = depbloom::roc_auc(before.data(), d.rows.test.label.data(), before.size());
+  const double untrained =
+      depbloom::roc_auc(before.data(), d.rows.test.label.data(), before.size());
   std::vector<double> val_aucs;
   const depbloom::train::ClassifyResult r = depbloom::train::train_classifier(
-      d.emb, d.rows, s, [&](const depbloom::train::ClassifyEpoch& e) { val_aucs.push_back(e.val_auc); });
+      d.emb, d.rows, s,
+      [&](const depbloom::train::ClassifyEpoch& e) { val_aucs.push_back(e.val_auc); });
   EXPECT_LT(untrained, 0.9);
   EXPECT_GT(r.test_auc, 0.95);
   EXPECT_GT(r.best_val_auc, 0.95);
@@ -120,8 +122,8 @@ INSTANTIATE_TEST_SUITE_P(Labels, DecoderLearns,
 // dropout, training's forward is scoring's.
 TEST(NodeClassifier, DropoutFollowsTheRowNotTheBatch) {
   const Separable d = separable(10, 6, 0.0f, 4);
-  const depbloom::Tensor x = depbloom::Tensor::wrap(const_cast<float*>(d.emb.values.data()),
-                                                    depbloom::Shape(10, 6));
+  const depbloom::Tensor x =
+      depbloom::Tensor::wrap(const_cast<float*>(d.emb.values.data()), depbloom::Shape(10, 6));
   std::vector<int64_t> ids(10);
   std::iota(ids.begin(), ids.end(), 100);
   const auto logits_of = [&](double p, int64_t epoch, int64_t split) {
@@ -130,10 +132,12 @@ TEST(NodeClassifier, DropoutFollowsTheRowNotTheBatch) {
     depbloom::Arena arena;
     for (int64_t b = 0; b < 10; b += split) {
       arena.reset();
-      decoder.forward_train(depbloom::Tensor::wrap(out.data() + b, depbloom::Shape(split)),
-                            x.rows(b, b + split),
-                            depbloom::Tensor::wrap(ids.data() + b, depbloom::Shape(split)), epoch,
-                            arena);
+      const depbloom::model::DropoutDraw draw{true,
+                                              depbloom::RngKey{7, 10, static_cast<uint32_t>(epoch)},
+                                              depbloom::ops::DropoutRows(depbloom::Tensor::wrap(
+                                                  ids.data() + b, depbloom::Shape(split)))};
+      decoder.forward(depbloom::Tensor::wrap(out.data() + b, depbloom::Shape(split)),
+                      x.rows(b, b + split), arena, draw);
     }
     return out;
   };
