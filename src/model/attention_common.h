@@ -3,6 +3,7 @@
 // y = x W^T + b and its backward written with ops::gemm_bias / gemm / bias_grad.
 #pragma once
 
+#include <algorithm>
 #include <array>
 
 #include "depbloom/backend/ops.h"
@@ -80,7 +81,16 @@ void affine_backward_parts(Arena& arena, const std::array<InputPart, P>& parts, 
                            const Tensor& w, bool accumulate = false) {
   std::array<int64_t, P> widths;
   for (size_t p = 0; p < P; ++p) widths[p] = parts[p].width;
-  const std::array<Tensor, P> blocks = column_blocks(arena, w, widths);
+  // A part as wide as W (the others empty, as the edges' are without edge features) reads W
+  // itself: no copy of its block.
+  std::array<Tensor, P> blocks;
+  const auto whole = std::find(widths.begin(), widths.end(), w.dim(1));
+  if (whole != widths.end()) {
+    for (size_t p = 0; p < P; ++p)
+      blocks[p] = Tensor(w.raw(), w.dtype(), Shape(w.dim(0), widths[p]), w.device());
+  } else {
+    blocks = column_blocks(arena, w, widths);
+  }
   for (size_t p = 0; p < P; ++p) {
     const Tensor& dx = parts[p].dx;
     if (dx.defined() && !dx.empty())

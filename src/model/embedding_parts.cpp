@@ -202,7 +202,9 @@ void AttentionEmbedding::forward(const Tensor& emb, const TgnnInputs& in, const 
 }
 
 // dh[i][j]: gradient of h[i][j]; h[i][j] feeds layer i as the roots of hop j and as the
-// neighbours of hop j - 1, so both contributions are summed.
+// neighbours of hop j - 1 (slot mode), so both contributions are summed: the first one
+// written (the neighbours', which come first) lands in place, the second adds to it, and
+// nothing is zero-filled.
 void AttentionEmbedding::backward(const Tensor& d_updated, const Tensor& d_emb, Arena& arena) {
   const DType dtype = d_emb.dtype();
   const int layers = cfg_.layers;
@@ -213,31 +215,25 @@ void AttentionEmbedding::backward(const Tensor& d_updated, const Tensor& d_emb, 
   for (int i = layers - 1; i >= 0; --i) {
     const int64_t width = i == 0 ? cfg_.d_input() : cfg_.d_emb;
     const bool want_inputs = i > 0 || memory;
-    for (int j = 0; j <= layers - i; ++j) {
-      dh[i][j] = arena.alloc(dtype, Shape(hop_roots(j), width));
-      ops::fill(dh[i][j], 0.0);
-    }
     for (int j = 0; j < layers - i; ++j) {
       const int64_t r = hop_roots(j);
-      // Table mode (layer 0 only): the neighbours' gradient accumulates per table row, then
-      // goes to the rows of d_updated they were.
+      // Table mode (layer 0 only): the neighbours' gradient is per table row, and goes to
+      // the rows of d_updated they were.
       const bool table = i == 0 && table_[j];
-      Tensor d_root = arena.alloc(dtype, Shape(r, width));
+      const bool in_place = want_inputs && !dh[i][j].defined();
+      if (in_place) dh[i][j] = arena.alloc(dtype, Shape(r, width));
+      const Tensor d_root = in_place ? dh[i][j] : arena.alloc(dtype, Shape(r, width));
       Tensor d_nbr;
       if (want_inputs && table) {
         d_nbr = arena.alloc(dtype, Shape(slot_read_[j].numel(), width));
-        ops::fill(d_nbr, 0.0);
       } else if (want_inputs) {
-        d_nbr = arena.alloc(dtype, Shape(r, k, width));
+        dh[i][j + 1] = arena.alloc(dtype, Shape(hop_roots(j + 1), width));
+        d_nbr = dh[i][j + 1].reshape(Shape(r, k, width));
       }
       layers_[i].backward(d_root, d_nbr, Tensor{}, dh[i + 1][j], ctx_[i][j], arena);
       if (!want_inputs) continue;
-      ops::axpy(dh[i][j], 1.0, d_root);
-      if (table) {
-        ops::scatter_add_rows(d_updated, d_nbr, slot_read_[j]);
-      } else {
-        ops::axpy(dh[i][j + 1], 1.0, d_nbr.reshape(Shape(r * k, width)));
-      }
+      if (!in_place) ops::axpy(dh[i][j], 1.0, d_root);
+      if (table) ops::scatter_add_rows(d_updated, d_nbr, slot_read_[j]);
     }
   }
   if (!memory) return;

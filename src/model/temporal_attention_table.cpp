@@ -21,14 +21,16 @@ void TemporalAttentionLayer::project_from_table(const Tensor& out, Arena& arena,
   ops::split_cols({w_h, w_rest}, w);
   Tensor per_row = arena.alloc(t, Shape(nbr.table.dim(0), A));
   ops::gemm(per_row, nbr.table, ops::Trans::N, w_h, ops::Trans::T);
-  ops::gather_rows(out, per_row, nbr.rows);
-  ops::gemm(out, rest_in, ops::Trans::N, w_rest, ops::Trans::T, 1.0, 1.0);
-  ops::bias_add(out, b);
+  // The slots' own share with the bias first (each tile of out starts as the bias), then
+  // their table rows added: one write and one update of out, and no bias pass.
+  ops::gemm_bias(out, rest_in, ops::Trans::N, w_rest, ops::Trans::T, b);
+  ops::gather_rows(out, per_row, nbr.rows, /*accumulate=*/true);
 }
 
 // The backward of project_from_table for one of K and V: the slots' gradients dproj are
 // summed per table row first, so the table's share of dW and of the table gradient costs
-// U rows rather than R * k. d_te and de (when wanted) are overwritten, or accumulated.
+// U rows rather than R * k. d_table, d_te and de (when wanted) are overwritten, or
+// accumulated.
 void TemporalAttentionLayer::backward_from_table(const Tensor& d_table, const Tensor& de,
                                                  const Tensor& d_te, const Tensor& grad_w,
                                                  const Tensor& grad_b, const Tensor& dproj,
@@ -53,7 +55,7 @@ void TemporalAttentionLayer::backward_from_table(const Tensor& d_table, const Te
   // Input gradients (through the forward's split of W): the table's, then the [e || te]
   // parts'.
   if (d_table.raw() != nullptr)
-    ops::gemm(d_table, per_row, ops::Trans::N, w_h, ops::Trans::N, 1.0, 1.0);
+    ops::gemm(d_table, per_row, ops::Trans::N, w_h, ops::Trans::N, 1.0, accumulate ? 1.0 : 0.0);
   const bool want_e = de.raw() != nullptr;
   const std::array<detail::InputPart, 2> parts = {
       detail::InputPart{want_e ? de.reshape(Shape(N, c.d_edge)) : Tensor{}, c.d_edge},

@@ -134,10 +134,10 @@ class TemporalAttentionLayer {
                const NeighbourRows& nbr, const Tensor& e, const Tensor& dt, const Tensor& mask,
                const DropoutDraw& dropout, Arena& arena) const;
 
-  // Parameter gradients ACCUMULATE into the store; dh_root, de OVERWRITE, and so does dh_nbr
-  // after a slot-mode forward; after a table-mode forward dh_nbr is the table's gradient
-  // [U, d_in] and ACCUMULATES (a table row may fill many slots, and other layers may add
-  // to it too). Pass a Tensor{} (no data) for dh_nbr or de when that gradient is not wanted.
+  // Parameter gradients ACCUMULATE into the store; dh_root, dh_nbr and de OVERWRITE. After a
+  // table-mode forward dh_nbr is the table's gradient [U, d_in], the slots' gradients summed
+  // per row (a row no slot read gets 0). Pass a Tensor{} (no data) for dh_nbr or de when
+  // that gradient is not wanted.
   void backward(const Tensor& dh_root,  // [R, d_in]
                 const Tensor& dh_nbr,   // [R, k, d_in], table mode [U, d_in], or Tensor{}
                 const Tensor& de,       // [R, k, d_edge] or Tensor{}

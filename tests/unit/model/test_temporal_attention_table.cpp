@@ -1,7 +1,7 @@
 // Tests of TemporalAttentionLayer's table mode (neighbour features as rows of a table, as
 // Tgnn's first layer reads the memory rows): in float64 it gives the slot mode's output and
-// parameter gradients, its table gradient is the slots' gradient summed per row (and
-// accumulates), and that gradient matches central finite differences.
+// parameter gradients, its table gradient is the slots' gradient summed per row (written
+// over what the tensor held), and that gradient matches central finite differences.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -74,11 +74,11 @@ TEST_P(TemporalAttentionTableTest, MatchesSlotModeAndSumsTheTableGradient) {
   std::vector<std::vector<double>> slot_grads;
   for (size_t i = 0; i < f.params.size(); ++i) slot_grads.push_back(f.params.grads(i));
 
-  // The table gradient accumulates: it starts at 0.5.
+  // The table gradient is overwritten, like the others: it starts as NaN.
   Guarded<double> dh_root(f.h_root.shape()), d_table(t.table.shape()), de(f.e.shape());
   dh_root.fill_nan();
   de.fill_nan();
-  d_table.fill(0.5);
+  d_table.fill_nan();
   f.params.fill_grads(0.0);
   f.layer.backward(dh_root, d_table, de, dout, ctx_table, arena);
   const Tol tol{1e-12, 1e-10};
@@ -86,8 +86,8 @@ TEST_P(TemporalAttentionTableTest, MatchesSlotModeAndSumsTheTableGradient) {
   EXPECT_TRUE(all_close(de.values(), de_slot.values(), tol)) << "de";
   for (size_t i = 0; i < f.params.size(); ++i)
     EXPECT_TRUE(all_close(f.params.grads(i), slot_grads[i], tol)) << f.params.name(i);
-  // d_table = 0.5 + the slots' gradients summed per row, by plain loops.
-  std::vector<double> want(static_cast<size_t>(t.table.numel()), 0.5);
+  // d_table = the slots' gradients summed per row, by plain loops (0 for rows none read).
+  std::vector<double> want(static_cast<size_t>(t.table.numel()), 0.0);
   for (int64_t s = 0; s < t.rows.numel(); ++s)
     for (int64_t col = 0; t.rows[s] >= 0 && col < c.d_in; ++col)
       want[static_cast<size_t>(t.rows[s] * c.d_in + col)] += dh_nbr[s * c.d_in + col];
@@ -102,7 +102,7 @@ TEST_P(TemporalAttentionTableTest, TableGradientMatchesFiniteDifferences) {
   const Shape out_shape(f.R, f.cfg_.d_out);
   Guarded<double> out(out_shape), dout(out_shape, f.proj);
   Guarded<double> dh_root(f.h_root.shape()), d_table(t.table.shape());
-  d_table.fill(0.0);
+  d_table.fill_nan();
   Arena arena;
   auto ctx = t.forward_table(arena, out);
   f.layer.backward(dh_root, d_table, Tensor(), dout, ctx, arena);
