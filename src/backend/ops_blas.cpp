@@ -73,6 +73,16 @@ void gemm_bias(const Tensor& c, const Tensor& a, Trans ta, const Tensor& b, Tran
   DB_DISPATCH_OP(gemm_bias, c.device(), c.dtype(), c, a, ta, b, tb, bias);
 }
 
+void affine_grad(const Tensor& dw, const Tensor& db, const Tensor& dy, const Tensor& x) {
+  const char* op = "affine_grad";
+  // dw = dy^T x in gemm's terms: its shape checks name dw as c, dy as a and x as b.
+  check_gemm_shapes(op, dw, dy, Trans::T, x, Trans::N, 0);
+  detail::common_device(op, dw, db);
+  detail::require_vector(op, "db", db, dw.dim(0), "dw", dw);
+  count_gemm(dw, dy, Trans::T, 0, 1);
+  DB_DISPATCH_OP(affine_grad, dw.device(), dw.dtype(), dw, db, dy, x);
+}
+
 void gemm_batched(const Tensor& c, const Tensor& a, Trans ta, const Tensor& b, Trans tb,
                   double alpha, double beta) {
   const char* op = "gemm_batched";

@@ -34,8 +34,7 @@ inline void affine_forward(const Tensor& y, const Tensor& x, const Tensor& w, co
 // dx may be an undefined Tensor when x needs no gradient.
 inline void affine_backward(const Tensor& dx, const Tensor& dw, const Tensor& db, const Tensor& dy,
                             const Tensor& x, const Tensor& w, bool accumulate_dx = false) {
-  ops::gemm(dw, dy, ops::Trans::T, x, ops::Trans::N, 1.0, 1.0);
-  ops::bias_grad(db, dy);
+  ops::affine_grad(dw, db, dy, x);
   if (dx.defined() && !dx.empty())
     ops::gemm(dx, dy, ops::Trans::N, w, ops::Trans::N, 1.0, accumulate_dx ? 1.0 : 0.0);
 }

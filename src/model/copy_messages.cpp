@@ -90,8 +90,10 @@ void project_messages_backward(const Tensor& d_distinct, const Tensor& dw, const
   } else {
     expect_messages("project_messages_backward", d_out, d_out, msgs, /*own_rows=*/true);
   }
-  ops::gemm(dw, d_proj, ops::Trans::T, msgs.distinct, ops::Trans::N, 1.0, 1.0);
-  if (db.defined()) ops::bias_grad(db, d_proj);
+  if (db.defined())
+    ops::affine_grad(dw, db, d_proj, msgs.distinct);
+  else
+    ops::gemm(dw, d_proj, ops::Trans::T, msgs.distinct, ops::Trans::N, 1.0, 1.0);
   if (wanted(d_distinct)) ops::gemm(d_distinct, d_proj, ops::Trans::N, w, ops::Trans::N, 1.0, 1.0);
 }
 

@@ -36,9 +36,8 @@ void JodieProjection::backward(const Tensor& d_memory, const Tensor& dh,
   // d_factor [B, d] = dh * memory; dW [d, 1] += d_factor^T dt; db += column sums.
   Tensor d_factor = arena.alloc(dh.dtype(), Shape(batch, dim_));
   ops::mul(d_factor, dh, ctx.memory);
-  ops::gemm(store_->grad(weight_), d_factor, ops::Trans::T, ctx.dt.reshape(Shape(batch, 1)),
-            ops::Trans::N, 1.0, 1.0);
-  ops::bias_grad(store_->grad(bias_), d_factor);
+  ops::affine_grad(store_->grad(weight_), store_->grad(bias_), d_factor,
+                   ctx.dt.reshape(Shape(batch, 1)));
   if (wanted(d_memory)) ops::mul(d_memory, dh, ctx.factor);
 }
 

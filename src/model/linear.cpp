@@ -1,4 +1,4 @@
-// Linear layer y = x W^T + b over gemm_bias (gemm without a bias) and bias_grad.
+// Linear layer y = x W^T + b over gemm_bias and affine_grad (gemm without a bias).
 #include "depbloom/model/linear.h"
 
 #include "depbloom/backend/ops.h"
@@ -25,8 +25,10 @@ void Linear::forward(const Tensor& y, LinearContext& ctx, const Tensor& x) const
 }
 
 void Linear::backward(const Tensor& dx, const Tensor& dy, const LinearContext& ctx) const {
-  ops::gemm(store_->grad(weight_), dy, ops::Trans::T, ctx.x, ops::Trans::N, 1.0, 1.0);
-  if (bias_.valid()) ops::bias_grad(store_->grad(bias_), dy);
+  if (bias_.valid())
+    ops::affine_grad(store_->grad(weight_), store_->grad(bias_), dy, ctx.x);
+  else
+    ops::gemm(store_->grad(weight_), dy, ops::Trans::T, ctx.x, ops::Trans::N, 1.0, 1.0);
   if (wanted(dx)) ops::gemm(dx, dy, ops::Trans::N, store_->value(weight_), ops::Trans::N);
 }
 

@@ -117,14 +117,12 @@ void RecurrentMemoryUpdater::backward(const Tensor& d_mail, const Tensor& d_memo
                                       const Tensor& dh_new, const MemoryUpdaterContext& ctx,
                                       Arena& arena) const {
   const auto [d_gx, d_gh] = cell_backward(d_memory, dh_new, ctx, arena);
-  ops::bias_grad(store_->grad(bias_ih_), d_gx);
-  ops::bias_grad(store_->grad(bias_hh_), d_gh);
-  ops::gemm(store_->grad(weight_hh_), d_gh, Trans::T, ctx.memory, Trans::N, 1.0, 1.0);
+  ops::affine_grad(store_->grad(weight_hh_), store_->grad(bias_hh_), d_gh, ctx.memory);
   if (wanted(d_memory)) {  // the GRU's direct path is in d_memory already
     const double keep_direct = cell_ == RecurrentCell::gru ? 1.0 : 0.0;
     ops::gemm(d_memory, d_gh, Trans::N, store_->value(weight_hh_), Trans::N, 1.0, keep_direct);
   }
-  ops::gemm(store_->grad(weight_ih_), d_gx, Trans::T, ctx.input, Trans::N, 1.0, 1.0);
+  ops::affine_grad(store_->grad(weight_ih_), store_->grad(bias_ih_), d_gx, ctx.input);
   // d_in [B, d_mail + d_time] = d_gx W_ih, for the parts that need it: the mail is stored
   // state and usually wants none; the encoding of its age feeds the time encoder.
   Tensor d_encoded = arena.alloc(dh_new.dtype(), Shape(dh_new.dim(0), time_.dim()));

@@ -3,6 +3,8 @@
 // CPU ops on the same random inputs (float32, TF32 off). Every test skips without a usable GPU.
 #include <gtest/gtest.h>
 
+#include <array>
+
 #include "gpu/gpu_test_util.h"
 
 namespace dbtest {
@@ -69,6 +71,19 @@ TEST_F(GpuDense, GemmBias) {
         ops::gemm_bias(c.gpu, a.gpu, ta, b.gpu, tb, bias.gpu);
         EXPECT_TRUE(c.matches_norm());
       }
+}
+
+TEST_F(GpuDense, AffineGrad) {
+  Rand rng(3004);
+  for (auto [M, N, K] : {std::array<int64_t, 3>{1, 1, 1}, {7, 33, 5}, {2049, 100, 33}}) {
+    SCOPED_TRACE(testing::Message() << "M " << M << " N " << N << " K " << K);
+    F dy(Shape(M, N), rng.vec(M * N)), x(Shape(M, K), rng.vec(M * K));
+    F dw(Shape(N, K), rng.vec(N * K)), db(Shape(N), rng.vec(N));  // both accumulate
+    ops::affine_grad(dw.cpu, db.cpu, dy.cpu, x.cpu);
+    ops::affine_grad(dw.gpu, db.gpu, dy.gpu, x.gpu);
+    EXPECT_TRUE(dw.matches_norm());
+    EXPECT_TRUE(db.matches_norm());
+  }
 }
 
 TEST_F(GpuDense, BiasAddAndGrad) {

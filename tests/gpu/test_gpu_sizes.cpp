@@ -62,6 +62,8 @@ std::vector<double> dense_size_zero(Pool& p) {
   ops::gemm(c0, p.f32(Shape(3, 0)), ops::Trans::N, p.f32(Shape(0, 4)), ops::Trans::N, 1.0, 0.5);
   ops::gemm_bias(p.f32(Shape(0, 4)), p.f32(Shape(0, 5)), ops::Trans::N, p.f32(Shape(5, 4)),
                  ops::Trans::N, p.f32(Shape(4)));
+  const Tensor affine_dw = p.f32(Shape(4, 5), 6), affine_db = p.f32(Shape(4), 7);
+  ops::affine_grad(affine_dw, affine_db, p.f32(Shape(0, 4)), p.f32(Shape(0, 5)));  // unchanged
   ops::bias_add(p.f32(Shape(0, 4)), p.f32(Shape(4)));
   const Tensor dbias = p.f32(Shape(4), 3);
   ops::bias_grad(dbias, p.f32(Shape(0, 4)));
@@ -92,7 +94,7 @@ std::vector<double> dense_size_zero(Pool& p) {
   const Tensor params = p.f32(Shape(0));
   ops::adam_step(params, p.f32(Shape(0)), p.f32(Shape(0)), p.f32(Shape(0)), ops::AdamConfig{}, 1);
   std::vector<double> out;
-  for (const Tensor& t : {c0, dbias, dw, db, sum, squares})
+  for (const Tensor& t : {c0, dbias, affine_dw, affine_db, dw, db, sum, squares})
     for (double v : p.read(t)) out.push_back(v);
   return out;
 }

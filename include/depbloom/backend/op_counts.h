@@ -1,8 +1,8 @@
 // What the work of a step costs in calls: op calls by kind, counted where the op interface
 // dispatches (so the CPU and CUDA builds count the same calls, and on a GPU every op call is
-// a kernel launch, but gemm_bias's two: its bias broadcast and its GEMM), and uploads (host
-// arrays sent to a step's device). Not a timer and not the GEMM FLOPs (runtime.h); host
-// waits stay backend::host_waits().
+// a kernel launch, but gemm_bias's and affine_grad's two: a bias kernel and the GEMM), and
+// uploads (host arrays sent to a step's device). Not a timer and not the GEMM FLOPs (runtime.h);
+// host waits stay backend::host_waits().
 #pragma once
 
 #include <array>
@@ -15,7 +15,7 @@ namespace depbloom::backend {
 // Every op of op_set.inc, in its order: the counters' index and the names reports print.
 // clang-format off
 #define DEPBLOOM_OP_KINDS(X)                                                                 \
-  X(gemm) X(gemm_batched) X(gemm_bias) X(bias_add) X(bias_grad) X(act_forward) X(act_backward)           \
+  X(gemm) X(gemm_batched) X(gemm_bias) X(affine_grad) X(bias_add) X(bias_grad) X(act_forward) X(act_backward)           \
   X(gru_cell_forward) X(gru_cell_backward) X(rnn_cell_forward) X(rnn_cell_backward)         \
   X(time_encode_forward) X(time_encode_backward)                                            \
   X(masked_softmax_forward) X(masked_softmax_backward)                                      \

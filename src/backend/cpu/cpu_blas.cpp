@@ -90,19 +90,36 @@ void start_from_bias(T* c, int64_t m, int64_t n, int64_t ldc, const T* DB_RESTRI
   for (int64_t i = 0; i < m; ++i) std::copy_n(bias, n, c + i * ldc);
 }
 
+// sums [n] = the column sums of rows [0, rows) of x (ld apart), in double.
+template <class T>
+void sum_rows(double* DB_RESTRICT sums, const T* x, int64_t rows, int64_t n, int64_t ld) {
+  std::fill_n(sums, n, 0.0);
+  for (int64_t r = 0; r < rows; ++r) {
+    const T* DB_RESTRICT row = x + r * ld;
+#pragma omp simd
+    for (int64_t i = 0; i < n; ++i) sums[i] += static_cast<double>(row[i]);
+  }
+}
+
 // c = alpha sum_j op(a_j) op(b_j) + beta c over kSplitChunks ranges j of k, each a
 // single-threaded product into scratch; the partial sums are added in chunk order, so the
 // bits do not depend on the thread count. The scratch is per thread and only grows (at
 // most kSplitChunks * 255 * 255 elements): a warm step allocates nothing.
 // With a bias, c = sum + bias instead (gemm_bias's beta is 0).
+// With row_sums (affine_grad: a stored transposed, [k, m]), each chunk also sums its rows of
+// a while they are in cache, and row_sums [m] += the chunks' sums in chunk order.
 template <class T>
 void gemm_split_k(const GemmShape& s, Trans ta, Trans tb, double alpha, const T* a, const T* b,
-                  double beta, T* c, const T* bias) {
+                  double beta, T* c, const T* bias, T* row_sums = nullptr) {
   static thread_local std::vector<T> scratch;
+  static thread_local std::vector<double> sums;
   const int64_t mn = s.m * s.n;
   if (scratch.size() < static_cast<size_t>(kSplitChunks * mn))
     scratch.resize(static_cast<size_t>(kSplitChunks * mn));
+  if (row_sums != nullptr && sums.size() < static_cast<size_t>(kSplitChunks * s.m))
+    sums.resize(static_cast<size_t>(kSplitChunks * s.m));
   T* partial = scratch.data();
+  double* chunk_sums = sums.data();
   split_across_threads(kSplitChunks, [&](int64_t j0, int64_t j1) {
     for (int64_t j = j0; j < j1; ++j) {
       const int64_t k0 = s.k * j / kSplitChunks, k1 = s.k * (j + 1) / kSplitChunks;
@@ -114,8 +131,16 @@ void gemm_split_k(const GemmShape& s, Trans ta, Trans tb, double alpha, const T*
       const T* a_part = ta == Trans::N ? a + k0 : a + k0 * s.lda;
       const T* b_part = tb == Trans::N ? b + k0 * s.ldb : b + k0;
       gemm_call(part, ta, tb, 1.0, a_part, b_part, 0.0, partial + j * mn);
+      if (row_sums != nullptr) sum_rows(chunk_sums + j * s.m, a_part, part.k, s.m, s.lda);
     }
   });
+  if (row_sums != nullptr) {
+    for (int64_t i = 0; i < s.m; ++i) {
+      double total = 0.0;
+      for (int64_t j = 0; j < kSplitChunks; ++j) total += chunk_sums[j * s.m + i];
+      row_sums[i] += static_cast<T>(total);
+    }
+  }
   const T al = static_cast<T>(alpha), be = static_cast<T>(beta);
   parallel_for(s.m, s.n * kSplitChunks, [&](int64_t i0, int64_t i1) {
     for (int64_t i = i0; i < i1; ++i) {
@@ -215,6 +240,27 @@ void gemm_bias(const Tensor& c, const Tensor& a, Trans ta, const Tensor& b, Tran
     const T* pb = bias.data<T>();
     if (s.k == 0) return start_from_bias(c.data<T>(), s.m, s.n, s.n, pb);
     gemm_matrix(s, ta, tb, 1.0, a.data<T>(), b.data<T>(), 0.0, c.data<T>(), pb);
+  });
+}
+
+// dw += dy^T x and db += column sums of dy. Where gemm would cut the product along k (the
+// usual weight gradient over a long batch), each k-chunk sums its rows of dy right after
+// its product reads them; otherwise the product, then bias_grad's pass.
+void affine_grad(const Tensor& dw, const Tensor& db, const Tensor& dy, const Tensor& x) {
+  const GemmShape s = gemm_shape(dw, dy, Trans::T, x, 0);
+  if (s.m == 0 || s.n == 0 || s.k == 0) return;
+  const double volume =
+      static_cast<double>(s.m) * static_cast<double>(s.n) * static_cast<double>(s.k);
+  const TileGrid g = tile_grid(s, kMinTileSide);
+  const bool split =
+      volume > kOpenBlasSerialVolume && g.row_tiles * g.col_tiles < 2 && s.k >= kSplitMinK;
+  visit_float(dw.dtype(), [&](auto zero) {
+    using T = decltype(zero);
+    if (split)
+      return gemm_split_k(s, Trans::T, Trans::N, 1.0, dy.data<T>(), x.data<T>(), 1.0, dw.data<T>(),
+                          static_cast<const T*>(nullptr), db.data<T>());
+    gemm_matrix(s, Trans::T, Trans::N, 1.0, dy.data<T>(), x.data<T>(), 1.0, dw.data<T>());
+    bias_grad(db, dy);
   });
 }
 

@@ -92,6 +92,14 @@ void gemm_bias(const Tensor& c, const Tensor& a, Trans ta, const Tensor& b, Tran
   cuda::gemm(c, a, ta, b, tb, 1.0, 1.0);
 }
 
+// The product accumulated by cuBLAS (beta 1), then the bias-gradient kernel: two launches.
+// cuBLASLt's BGRADB epilogue would make it one; it waits for a GPU to be checked on.
+void affine_grad(const Tensor& dw, const Tensor& db, const Tensor& dy, const Tensor& x) {
+  if (dw.empty() || dy.empty()) return;
+  cuda::gemm(dw, dy, Trans::T, x, Trans::N, 1.0, 1.0);
+  cuda::bias_grad(db, dy);
+}
+
 void gemm_batched(const Tensor& c, const Tensor& a, Trans ta, const Tensor& b, Trans tb,
                   double alpha, double beta) {
   GemmCall g{};

@@ -168,6 +168,58 @@ TEST(GemmOps, IndependentOfThreadCount) {
   }
 }
 
+// affine_grad: dw [N,K] += dy^T x and db [N] += column sums of dy [M,N], x [M,K], over the
+// serial, tiled (N 257) and k-split (M >= 1024 with a small dw) paths; both outputs start
+// non-zero, since they accumulate.
+template <class T>
+void check_affine_grad(int64_t M, int64_t N, int64_t K) {
+  Rand rng(3000 + static_cast<uint64_t>(M * 7 + N * 13 + K * 31));
+  Guarded<T> dy(Shape(M, N), rng.vec(M * N)), x(Shape(M, K), rng.vec(M * K));
+  Guarded<T> dw(Shape(N, K), rng.vec(N * K)), db(Shape(N), rng.vec(N));
+  auto want_w =
+      gemm_ref(dy.values(), Trans::T, x.values(), Trans::N, dw.values(), 1, N, K, M, 1.0, 1.0);
+  auto want_b = db.values();
+  const auto dyv = dy.values();
+  for (int64_t m = 0; m < M; ++m)
+    for (int64_t n = 0; n < N; ++n) want_b[n] += dyv[static_cast<size_t>(m * N + n)];
+  depbloom::ops::affine_grad(dw, db, dy, x);
+  EXPECT_TRUE(norm_close(dw.values(), want_w, norm_tol<T>())) << "dw";
+  EXPECT_TRUE(all_close(db.values(), want_b, Tol{1e-5, 1e-5})) << "db";
+  EXPECT_TRUE(dw.guard_intact());
+  EXPECT_TRUE(db.guard_intact());
+  EXPECT_TRUE(dy.guard_intact());
+}
+
+TEST(AffineGrad, MatchesReference) {
+  const int64_t mnk[][3] = {{1, 1, 1},       {7, 33, 1},     {33, 257, 100},
+                            {1100, 100, 33}, {2049, 7, 100}, {0, 5, 3}};
+  for (const auto& s : mnk) {
+    SCOPED_TRACE(testing::Message() << "M " << s[0] << " N " << s[1] << " K " << s[2]);
+    check_affine_grad<float>(s[0], s[1], s[2]);
+    check_affine_grad<double>(s[0], s[1], s[2]);
+  }
+}
+
+// The k-split path's product and column sums give the same bits whatever the thread count.
+TEST(AffineGrad, IndependentOfThreadCount) {
+  Rand rng(19);
+  Guarded<float> dy(Shape(3000, 150), rng.vec(3000 * 150)), x(Shape(3000, 200), rng.vec(600000));
+  Guarded<float> dw(Shape(150, 200)), db(Shape(150));
+  const int saved = omp_get_max_threads();
+  std::vector<std::vector<double>> got;
+  for (int threads : {1, 2, 3}) {
+    omp_set_num_threads(threads);
+    dw.fill(0.5);
+    db.fill(0.5);
+    depbloom::ops::affine_grad(dw, db, dy, x);
+    got.push_back(dw.values());
+    got.push_back(db.values());
+  }
+  omp_set_num_threads(saved);
+  for (size_t i = 2; i < got.size(); ++i)
+    EXPECT_TRUE(bitwise_equal(got[i % 2], got[i])) << "output " << i;
+}
+
 class GemmBatched : public testing::TestWithParam<GemmCase> {};
 TEST_P(GemmBatched, MatchesReference) {
   if (GetParam().dtype == DType::f32)

@@ -79,6 +79,29 @@ TEST(Grad, GemmBias) {
   EXPECT_TRUE(grad_close(db.values(), numeric_grad(bias.data(), bias.numel(), loss))) << "db";
 }
 
+// affine_grad is gemm_bias's parameter gradient: dW and db of the same loss, accumulated
+// onto what the gradients held before.
+TEST(Grad, AffineGrad) {
+  Rand rng(2003);
+  G x(Shape(3, 5), rng.vec(15)), w(Shape(4, 5), rng.vec(20)), bias(Shape(4), rng.vec(4));
+  G y(Shape(3, 4)), r(Shape(3, 4), rng.vec(12));
+  auto rv = r.values();
+  auto loss = [&] {
+    ops::gemm_bias(y, x, Trans::N, w, Trans::T, bias);
+    return project(y.data(), rv);
+  };
+  G dw(Shape(4, 5)), db(Shape(4));
+  dw.fill(0.25);
+  db.fill(-0.5);
+  ops::affine_grad(dw, db, r, x);
+  auto want_w = numeric_grad(w.data(), w.numel(), loss);
+  auto want_b = numeric_grad(bias.data(), bias.numel(), loss);
+  for (double& v : want_w) v += 0.25;
+  for (double& v : want_b) v -= 0.5;
+  EXPECT_TRUE(grad_close(dw.values(), want_w)) << "dW";
+  EXPECT_TRUE(grad_close(db.values(), want_b)) << "db";
+}
+
 TEST(Grad, BiasAddAndAccumulate) {
   Rand rng(2001);
   G y0(Shape(4, 3), rng.vec(12)), y(Shape(4, 3)), bias(Shape(3), rng.vec(3)),
