@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <initializer_list>
 
 #include "backend/cpu/cpu_ops.h"
 #include "depbloom/backend/op_counts.h"
@@ -100,6 +101,21 @@ inline bool use_cuda(const char* op, Device device, DType dtype) {
 #endif
 }
 
+// Column windows (Tensor::cols) go to the GEMM ops only: every other op reads and writes
+// packed rows, so it is handed none (DB_DISPATCH_OP checks every tensor argument).
+inline void require_packed_arg(const char* op, const Tensor& t) {
+  DB_ASSERT(t.packed(), "{}: {} is a column window; only the GEMM ops take one", op, t.str());
+}
+inline void require_packed_arg(const char* op, std::initializer_list<Tensor> parts) {
+  for (const Tensor& t : parts) require_packed_arg(op, t);
+}
+template <class Other>
+void require_packed_arg(const char*, const Other&) {}
+template <class... Args>
+void require_packed(const char* op, const Args&... args) {
+  (require_packed_arg(op, args), ...);
+}
+
 // Counts one call of `kind`; false when the call must not run (a dry run, OpCountOnly).
 inline bool counted(backend::OpKind kind) {
   backend::count_op(kind);
@@ -110,8 +126,15 @@ inline bool counted(backend::OpKind kind) {
 
 // Counts the call, then calls ops::cuda::NAME or ops::cpu::NAME with the same arguments, by
 // device (neither in a dry run). DTYPE is the float dtype of the call (CUDA accepts f32 only).
+// DB_DISPATCH_OP takes packed tensors only; DB_DISPATCH_WINDOWED_OP (the GEMM ops, which
+// check their own) column windows too.
+#define DB_DISPATCH_OP(NAME, DEVICE, DTYPE, ...)                 \
+  do {                                                           \
+    ::depbloom::ops::detail::require_packed(#NAME, __VA_ARGS__); \
+    DB_DISPATCH_WINDOWED_OP(NAME, DEVICE, DTYPE, __VA_ARGS__);   \
+  } while (0)
 #if DEPBLOOM_WITH_CUDA
-#define DB_DISPATCH_OP(NAME, DEVICE, DTYPE, ...)                                     \
+#define DB_DISPATCH_WINDOWED_OP(NAME, DEVICE, DTYPE, ...)                            \
   do {                                                                               \
     const bool on_gpu = ::depbloom::ops::detail::use_cuda(#NAME, (DEVICE), (DTYPE)); \
     if (!::depbloom::ops::detail::counted(::depbloom::backend::OpKind::NAME)) break; \
@@ -121,7 +144,7 @@ inline bool counted(backend::OpKind kind) {
       ::depbloom::ops::cpu::NAME(__VA_ARGS__);                                       \
   } while (0)
 #else
-#define DB_DISPATCH_OP(NAME, DEVICE, DTYPE, ...)                                     \
+#define DB_DISPATCH_WINDOWED_OP(NAME, DEVICE, DTYPE, ...)                            \
   do {                                                                               \
     ::depbloom::ops::detail::use_cuda(#NAME, (DEVICE), (DTYPE));                     \
     if (!::depbloom::ops::detail::counted(::depbloom::backend::OpKind::NAME)) break; \

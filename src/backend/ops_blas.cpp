@@ -59,7 +59,7 @@ void gemm(const Tensor& c, const Tensor& a, Trans ta, const Tensor& b, Trans tb,
           double beta) {
   check_gemm_shapes("gemm", c, a, ta, b, tb, 0);
   count_gemm(c, a, ta, 0, 1);
-  DB_DISPATCH_OP(gemm, c.device(), c.dtype(), c, a, ta, b, tb, alpha, beta);
+  DB_DISPATCH_WINDOWED_OP(gemm, c.device(), c.dtype(), c, a, ta, b, tb, alpha, beta);
 }
 
 void gemm_bias(const Tensor& c, const Tensor& a, Trans ta, const Tensor& b, Trans tb,
@@ -69,8 +69,9 @@ void gemm_bias(const Tensor& c, const Tensor& a, Trans ta, const Tensor& b, Tran
   detail::common_device(op, c, bias);
   detail::require_same_dtype(op, "bias", bias, "c", c);
   detail::require_vector(op, "bias", bias, c.dim(1), "c", c);
+  detail::require_packed(op, c, bias);  // a and b may be column windows
   count_gemm(c, a, ta, 0, 1);
-  DB_DISPATCH_OP(gemm_bias, c.device(), c.dtype(), c, a, ta, b, tb, bias);
+  DB_DISPATCH_WINDOWED_OP(gemm_bias, c.device(), c.dtype(), c, a, ta, b, tb, bias);
 }
 
 void affine_grad(const Tensor& dw, const Tensor& db, const Tensor& dy, const Tensor& x) {
@@ -79,8 +80,9 @@ void affine_grad(const Tensor& dw, const Tensor& db, const Tensor& dy, const Ten
   check_gemm_shapes(op, dw, dy, Trans::T, x, Trans::N, 0);
   detail::common_device(op, dw, db);
   detail::require_vector(op, "db", db, dw.dim(0), "dw", dw);
+  detail::require_packed(op, db, dy);  // dw and x may be column windows
   count_gemm(dw, dy, Trans::T, 0, 1);
-  DB_DISPATCH_OP(affine_grad, dw.device(), dw.dtype(), dw, db, dy, x);
+  DB_DISPATCH_WINDOWED_OP(affine_grad, dw.device(), dw.dtype(), dw, db, dy, x);
 }
 
 void gemm_batched(const Tensor& c, const Tensor& a, Trans ta, const Tensor& b, Trans tb,

@@ -45,16 +45,31 @@ Tensor Tensor::rows(int64_t begin, int64_t end) const {
   Shape s = shape_;
   s.dims[0] = end - begin;
   auto* p =
-      static_cast<char*>(data_) + static_cast<size_t>(begin * row_size()) * dtype_size(dtype_);
-  return Tensor(p, dtype_, s, device_);
+      static_cast<char*>(data_) + static_cast<size_t>(begin * row_stride()) * dtype_size(dtype_);
+  Tensor t(p, dtype_, s, device_);
+  t.row_stride_ = row_stride_;
+  return t;
+}
+
+Tensor Tensor::cols(int64_t begin, int64_t end) const {
+  DB_ASSERT(rank() == 2 && begin >= 0 && begin <= end && end <= dim(1),
+            "cols({}, {}) out of range for {} (a 2-D view)", begin, end, str());
+  auto* p = static_cast<char*>(data_) + static_cast<size_t>(begin) * dtype_size(dtype_);
+  Tensor t(p, dtype_, Shape(dim(0), end - begin), device_);
+  t.row_stride_ = row_stride();
+  return t;
 }
 
 Tensor Tensor::reshape(Shape s) const {
   DB_ASSERT(s.numel() == numel(), "cannot reshape {} to {}", str(), s.str());
+  DB_ASSERT(packed(), "cannot reshape the column window {} to {}", str(), s.str());
   return Tensor(data_, dtype_, s, device_);
 }
 
 std::string Tensor::str() const {
+  if (!packed())
+    return fmt::format("{}{}@{} (row stride {})", dtype_name(dtype_), shape_.str(), device_.str(),
+                       row_stride_);
   return fmt::format("{}{}@{}", dtype_name(dtype_), shape_.str(), device_.str());
 }
 

@@ -3,7 +3,6 @@
 // y = x W^T + b and its backward written with ops::gemm_bias / gemm / bias_grad.
 #pragma once
 
-#include <algorithm>
 #include <array>
 
 #include "depbloom/backend/ops.h"
@@ -46,29 +45,17 @@ struct InputPart {
   int64_t width;
 };
 
-// W [N, sum widths]'s column blocks as contiguous copies from `arena`, for GEMMs on one part
-// of a concatenated input; join_column_blocks writes (accumulated) blocks back into W.
+// W [N, sum widths]'s column blocks as column windows (no copies), for GEMMs on one part
+// of a concatenated input; a gradient's windows accumulate straight into it.
 template <size_t P>
-std::array<Tensor, P> column_blocks(Arena& arena, const Tensor& w,
-                                    const std::array<int64_t, P>& widths) {
-  static_assert(P == 2 || P == 3, "inputs of two or three parts");
+std::array<Tensor, P> column_blocks(const Tensor& w, const std::array<int64_t, P>& widths) {
   std::array<Tensor, P> blocks;
-  for (size_t p = 0; p < P; ++p) blocks[p] = arena.alloc(w.dtype(), Shape(w.dim(0), widths[p]));
-  if constexpr (P == 2) {
-    ops::split_cols({blocks[0], blocks[1]}, w);
-  } else {
-    ops::split_cols({blocks[0], blocks[1], blocks[2]}, w);
+  int64_t first = 0;
+  for (size_t p = 0; p < P; ++p) {
+    blocks[p] = w.cols(first, first + widths[p]);
+    first += widths[p];
   }
   return blocks;
-}
-
-template <size_t P>
-void join_column_blocks(const Tensor& w, const std::array<Tensor, P>& blocks) {
-  if constexpr (P == 2) {
-    ops::concat_cols(w, {blocks[0], blocks[1]});
-  } else {
-    ops::concat_cols(w, {blocks[0], blocks[1], blocks[2]});
-  }
 }
 
 // dx_p = dy W_p (dx_p += dy W_p with accumulate) for every wanted part p, where W_p is W's
@@ -76,20 +63,11 @@ void join_column_blocks(const Tensor& w, const std::array<Tensor, P>& blocks) {
 // edge features are most of the width (372 of the 472 columns of TGN's GRU input, 172 of
 // the 372 of its keys and values), and a full dx = dy W would spend that share for nothing.
 template <size_t P>
-void affine_backward_parts(Arena& arena, const std::array<InputPart, P>& parts, const Tensor& dy,
-                           const Tensor& w, bool accumulate = false) {
+void affine_backward_parts(const std::array<InputPart, P>& parts, const Tensor& dy, const Tensor& w,
+                           bool accumulate = false) {
   std::array<int64_t, P> widths;
   for (size_t p = 0; p < P; ++p) widths[p] = parts[p].width;
-  // A part as wide as W (the others empty, as the edges' are without edge features) reads W
-  // itself: no copy of its block.
-  std::array<Tensor, P> blocks;
-  const auto whole = std::find(widths.begin(), widths.end(), w.dim(1));
-  if (whole != widths.end()) {
-    for (size_t p = 0; p < P; ++p)
-      blocks[p] = Tensor(w.raw(), w.dtype(), Shape(w.dim(0), widths[p]), w.device());
-  } else {
-    blocks = column_blocks(arena, w, widths);
-  }
+  const std::array<Tensor, P> blocks = column_blocks(w, widths);
   for (size_t p = 0; p < P; ++p) {
     const Tensor& dx = parts[p].dx;
     if (dx.defined() && !dx.empty())

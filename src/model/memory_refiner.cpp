@@ -31,11 +31,10 @@ void parts_backward(const Tensor& d_s, const Tensor& d_encoded, const Tensor& d_
                     const Tensor& dw, const Tensor& db, const Tensor& dy, const Blocks& w,
                     const MemoryRefinerContext& ctx, Arena& arena) {
   const std::array<int64_t, 3> widths = {w[0].dim(1), w[1].dim(1), w[2].dim(1)};
-  const Blocks dw_parts = detail::column_blocks(arena, dw, widths);
+  const Blocks dw_parts = detail::column_blocks(dw, widths);  // windows: they accumulate into dw
   ops::gemm(dw_parts[0], dy, Trans::T, ctx.s, Trans::N, 1.0, 1.0);
   project_messages_backward(d_encoded, dw_parts[2], dy, w[2], ctx.times, arena, db);
   project_messages_backward(d_distinct, dw_parts[1], dy, w[1], ctx.msgs, arena);
-  detail::join_column_blocks(dw, dw_parts);
   if (wanted(d_s)) ops::gemm(d_s, dy, Trans::N, w[0], Trans::N, 1.0, 1.0);
 }
 
@@ -79,8 +78,8 @@ void MemoryRefiner::forward(const Tensor& out, MemoryRefinerContext& ctx, const 
   ctx.s = s, ctx.msgs = msgs;
   ctx.times = encode_times(time_, ctx.time, dt, arena);
   const std::array<int64_t, 3> widths = {memory_dim_, message_dim_, time_.dim()};
-  ctx.gate_w = detail::column_blocks(arena, store_->value(gate_.weight()), widths);
-  ctx.fc1_w = detail::column_blocks(arena, store_->value(fc1_.weight()), widths);
+  ctx.gate_w = detail::column_blocks(store_->value(gate_.weight()), widths);
+  ctx.fc1_w = detail::column_blocks(store_->value(fc1_.weight()), widths);
 
   ctx.g = arena.alloc(dtype, Shape(rows, memory_dim_));
   parts_forward(ctx.g, ctx.gate_w, store_->value(gate_.bias()), s, ctx, arena);

@@ -68,7 +68,7 @@ void RecurrentMemoryUpdater::forward_copies(const Tensor& h_new, MemoryUpdaterCo
             mail_dim_, hidden_, hidden_);
   ctx.times = encode_times(time_, ctx.time, mail_dt, arena);
   ctx.msgs = msgs, ctx.bases = bases;
-  ctx.w_ih = detail::column_blocks(arena, store_->value(weight_ih_),
+  ctx.w_ih = detail::column_blocks(store_->value(weight_ih_),
                                    std::array<int64_t, 2>{mail_dim_, time_.dim()});
   Tensor gx = arena.alloc(dtype, Shape(batch, gate_rows()));
   // The biases go to the distinct rows: b_ih with the ages, b_hh with the base rows.
@@ -129,7 +129,7 @@ void RecurrentMemoryUpdater::backward(const Tensor& d_mail, const Tensor& d_memo
   const std::array<detail::InputPart, 2> parts = {
       detail::InputPart{wanted(d_mail) ? d_mail : Tensor{}, mail_dim_},
       detail::InputPart{d_encoded, time_.dim()}};
-  detail::affine_backward_parts(arena, parts, d_gx, store_->value(weight_ih_));
+  detail::affine_backward_parts(parts, d_gx, store_->value(weight_ih_));
   time_.backward(d_encoded, ctx.time);
 }
 
@@ -144,13 +144,12 @@ void RecurrentMemoryUpdater::backward_copies(const Tensor& d_distinct, const Ten
                             ctx.bases, arena, store_->grad(bias_hh_));
   const Tensor dw = store_->grad(weight_ih_);
   const std::array<Tensor, 2> dw_parts =
-      detail::column_blocks(arena, dw, std::array<int64_t, 2>{mail_dim_, time_.dim()});
+      detail::column_blocks(dw, std::array<int64_t, 2>{mail_dim_, time_.dim()});
   Tensor d_encoded = arena.alloc(dh_new.dtype(), ctx.times.distinct.shape());
   ops::fill(d_encoded, 0.0);
   project_messages_backward(d_encoded, dw_parts[1], d_gx, ctx.w_ih[1], ctx.times, arena,
                             store_->grad(bias_ih_));
   project_messages_backward(d_distinct, dw_parts[0], d_gx, ctx.w_ih[0], ctx.msgs, arena);
-  detail::join_column_blocks(dw, dw_parts);
   time_.backward(d_encoded, ctx.time);
 }
 

@@ -200,10 +200,8 @@ void TemporalAttentionLayer::project_keys_values(TemporalAttentionContext& ctx, 
       ctx.kv_in = arena.alloc(t, Shape(N, c.d_edge + c.d_time));
       ops::concat_cols(ctx.kv_in, {ctx.e.reshape(Shape(N, c.d_edge)), te_nbr});
     }
-    project_from_table(ctx.k.reshape(Shape(N, A)), arena, ctx.nbr, ctx.kv_in, w.w_k, w.b_k,
-                       ctx.w_k_h, ctx.w_k_rest);
-    project_from_table(ctx.v.reshape(Shape(N, A)), arena, ctx.nbr, ctx.kv_in, w.w_v, w.b_v,
-                       ctx.w_v_h, ctx.w_v_rest);
+    project_from_table(ctx.k.reshape(Shape(N, A)), arena, ctx.nbr, ctx.kv_in, w.w_k, w.b_k);
+    project_from_table(ctx.v.reshape(Shape(N, A)), arena, ctx.nbr, ctx.kv_in, w.w_v, w.b_v);
     return;
   }
   ctx.kv_in = arena.alloc(t, Shape(N, c.d_kv_in()));
@@ -264,9 +262,11 @@ void TemporalAttentionLayer::backward(const Tensor& dh_root, const Tensor& dh_nb
                              ctx.ln_rstd, w.ln_gamma);
     ops::act_backward(ops::Act::relu, dz, dz, ctx.act);
     if (ctx.dropped) ops::dropout_backward(dz, dz, ctx.keep, c.dropout);
-    Tensor d_o_in = arena.alloc(t, Shape(R, c.d_o_in()));
-    detail::affine_backward(d_o_in, grads.w_o, grads.b_o, dz, ctx.o_in, w.w_o);
-    ops::split_cols({d_att, dh_root}, d_o_in);  // dh_root starts with the skip path
+    // W_o's input [attention || root], through W_o's column blocks; dh_root starts with
+    // the skip path.
+    ops::affine_grad(grads.w_o, grads.b_o, dz, ctx.o_in);
+    ops::gemm(d_att, dz, ops::Trans::N, w.w_o.cols(0, A), ops::Trans::N);
+    ops::gemm(dh_root, dz, ops::Trans::N, w.w_o.cols(A, c.d_o_in()), ops::Trans::N);
   }
 
   Tensor dq = arena.alloc(t, Shape(R, A));
@@ -275,13 +275,12 @@ void TemporalAttentionLayer::backward(const Tensor& dh_root, const Tensor& dh_nb
   ops::attention_backward(dq, dk, dv, d_att, ctx.attn, ctx.q, ctx.k, ctx.v, ctx.mask, c.heads,
                           c.scale, c.slope);
 
-  // Query side: the root's share of dq adds to dh_root; te(0) feeds time_b only.
-  Tensor d_q_in = arena.alloc(t, Shape(R, c.d_q_in()));
-  detail::affine_backward(d_q_in, grads.w_q, grads.b_q, dq, ctx.q_in, w.w_q);
-  Tensor dh_root_q = arena.alloc(t, Shape(R, c.d_in));
+  // Query side, through W_q's column blocks: the root's share of dq adds to dh_root; te(0)'s
+  // feeds time_b only.
+  ops::affine_grad(grads.w_q, grads.b_q, dq, ctx.q_in);
+  ops::gemm(dh_root, dq, ops::Trans::N, w.w_q.cols(0, c.d_in), ops::Trans::N, 1.0, 1.0);
   Tensor d_te_root = arena.alloc(t, Shape(R, c.d_time));
-  ops::split_cols({dh_root_q, d_te_root}, d_q_in);
-  ops::axpy(dh_root, 1.0, dh_root_q);
+  ops::gemm(d_te_root, dq, ops::Trans::N, w.w_q.cols(c.d_in, c.d_q_in()), ops::Trans::N);
   ops::time_encode_backward(grads.time_w, grads.time_b, d_te_root, ctx.zero_dt, w.time_w, w.time_b);
 
   // Key/value side: both projections read kv_in = [h_nbr || e || te(dt)], so their input
@@ -289,10 +288,8 @@ void TemporalAttentionLayer::backward(const Tensor& dh_root, const Tensor& dh_nb
   const Tensor dk2 = dk.reshape(Shape(N, A)), dv2 = dv.reshape(Shape(N, A));
   Tensor d_te_nbr = arena.alloc(t, Shape(N, c.d_time));
   if (ctx.from_table) {
-    backward_from_table(dh_nbr, de, d_te_nbr, grads.w_k, grads.b_k, dk2, ctx, ctx.w_k_h,
-                        ctx.w_k_rest, false, arena);
-    backward_from_table(dh_nbr, de, d_te_nbr, grads.w_v, grads.b_v, dv2, ctx, ctx.w_v_h,
-                        ctx.w_v_rest, true, arena);
+    backward_from_table(dh_nbr, de, d_te_nbr, grads.w_k, grads.b_k, dk2, ctx, w.w_k, false, arena);
+    backward_from_table(dh_nbr, de, d_te_nbr, grads.w_v, grads.b_v, dv2, ctx, w.w_v, true, arena);
   } else {
     detail::affine_backward(Tensor{}, grads.w_k, grads.b_k, dk2, ctx.kv_in, w.w_k);
     detail::affine_backward(Tensor{}, grads.w_v, grads.b_v, dv2, ctx.kv_in, w.w_v);
@@ -300,8 +297,8 @@ void TemporalAttentionLayer::backward(const Tensor& dh_root, const Tensor& dh_nb
         detail::InputPart{want_nbr ? dh_nbr.reshape(Shape(N, c.d_in)) : Tensor{}, c.d_in},
         detail::InputPart{want_e ? de.reshape(Shape(N, c.d_edge)) : Tensor{}, c.d_edge},
         detail::InputPart{d_te_nbr, c.d_time}};
-    detail::affine_backward_parts(arena, kv_parts, dk2, w.w_k);
-    detail::affine_backward_parts(arena, kv_parts, dv2, w.w_v, true);
+    detail::affine_backward_parts(kv_parts, dk2, w.w_k);
+    detail::affine_backward_parts(kv_parts, dv2, w.w_v, true);
   }
   ops::time_encode_backward(grads.time_w, grads.time_b, d_te_nbr, ctx.dt.reshape(Shape(N)),
                             w.time_w, w.time_b);
@@ -339,10 +336,12 @@ void TemporalAttentionLayer::backward_merge(const Tensor& d_att, const Tensor& d
   Tensor d_hidden = arena.alloc(t, Shape(R, c.d_in));
   detail::affine_backward(d_hidden, grads.w_2, grads.b_2, dout, ctx.act, w.w_2);
   ops::act_backward(ops::Act::relu, d_hidden, d_hidden, ctx.act);
-  Tensor d_o_in = arena.alloc(t, Shape(R, c.d_o_in()));
-  detail::affine_backward(d_o_in, grads.w_1, grads.b_1, d_hidden, ctx.o_in, w.w_1);
-  Tensor d_projected = arena.alloc(t, Shape(R, c.d_att()));
-  ops::split_cols({d_projected, dh_root}, d_o_in);
+  // The merge input [projected || h_root]'s gradient through W_1's column blocks.
+  ops::affine_grad(grads.w_1, grads.b_1, d_hidden, ctx.o_in);
+  const int64_t A = c.d_att();
+  Tensor d_projected = arena.alloc(t, Shape(R, A));
+  ops::gemm(d_projected, d_hidden, ops::Trans::N, w.w_1.cols(0, A), ops::Trans::N);
+  ops::gemm(dh_root, d_hidden, ops::Trans::N, w.w_1.cols(A, c.d_o_in()), ops::Trans::N);
   ops::gemm(grads.w_p, d_projected, ops::Trans::T, ctx.att, ops::Trans::N, 1.0, 1.0);
   ops::gemm(d_att, d_projected, ops::Trans::N, w.w_p, ops::Trans::N);
   if (ctx.dropped) ops::dropout_backward(d_att, d_att, ctx.keep, c.dropout);

@@ -73,6 +73,31 @@ TEST_F(GpuDense, GemmBias) {
       }
 }
 
+// Column windows: a, b and c of gemm, and affine_grad's dw, as blocks of wider matrices
+// (the whole matrices compared, so columns outside c's window must keep their values).
+TEST_F(GpuDense, GemmColumnWindows) {
+  Rand rng(3005);
+  for (auto [M, N, K] : {std::array<int64_t, 3>{7, 33, 5}, {257, 100, 33}, {33, 100, 1100}}) {
+    SCOPED_TRACE(testing::Message() << "M " << M << " N " << N << " K " << K);
+    F a(Shape(M, K + 3), rng.vec(M * (K + 3))), b(Shape(N, K + 2), rng.vec(N * (K + 2)));
+    F c(Shape(M, N + 4), rng.vec(M * (N + 4)));
+    for (bool gpu : {false, true}) {
+      const Tensor ta = gpu ? a.gpu.view() : a.cpu.view(), tb = gpu ? b.gpu.view() : b.cpu.view();
+      const Tensor tc = gpu ? c.gpu.view() : c.cpu.view();
+      ops::gemm(tc.cols(1, 1 + N), ta.cols(2, 2 + K), Trans::N, tb.cols(0, K), Trans::T, 0.5, 2.0);
+    }
+    EXPECT_TRUE(c.matches_norm());
+    F dy(Shape(M, N), rng.vec(M * N)), db(Shape(N), rng.vec(N));
+    for (bool gpu : {false, true}) {
+      const Tensor tb = gpu ? b.gpu.view() : b.cpu.view(), ta = gpu ? a.gpu.view() : a.cpu.view();
+      ops::affine_grad(tb.cols(1, 1 + K), gpu ? db.gpu.view() : db.cpu.view(),
+                       gpu ? dy.gpu.view() : dy.cpu.view(), ta.cols(3, 3 + K));
+    }
+    EXPECT_TRUE(b.matches_norm());
+    EXPECT_TRUE(db.matches_norm());
+  }
+}
+
 TEST_F(GpuDense, AffineGrad) {
   Rand rng(3004);
   for (auto [M, N, K] : {std::array<int64_t, 3>{1, 1, 1}, {7, 33, 5}, {2049, 100, 33}}) {

@@ -1,6 +1,8 @@
-// Tensor: a non-owning, row-major, contiguous view (data pointer, dtype, shape up to 3-D,
-// device). It never allocates or frees; owners are Buffer/OwnedTensor (memory.h) and the
-// step Arena (arena.h). Views are cheap to copy and are passed by const reference to ops.
+// Tensor: a non-owning, row-major view (data pointer, dtype, shape up to 3-D, device),
+// packed, or a column window of a 2-D matrix (rows a row stride apart). It never allocates
+// or frees; owners are Buffer/OwnedTensor (memory.h) and the step Arena (arena.h). Views
+// are cheap to copy and are passed by const reference to ops; only the GEMM ops take column
+// windows (the op interface rejects them elsewhere).
 #pragma once
 
 #include <array>
@@ -120,6 +122,7 @@ class Tensor {
   int rank() const { return shape_.rank; }
   int64_t dim(int i) const { return shape_[i]; }
   int64_t numel() const { return shape_.numel(); }
+  // The elements' bytes (a column window spans more).
   size_t bytes() const { return static_cast<size_t>(numel()) * dtype_size(dtype_); }
   Device device() const { return device_; }
   bool defined() const { return data_ != nullptr || numel() == 0; }
@@ -131,9 +134,16 @@ class Tensor {
     for (int i = 1; i < shape_.rank; ++i) n *= shape_[i];
     return n;
   }
-  // View of rows [begin, end) along dimension 0.
+  // Elements from one row of dimension 0 to the next: row_size(), or more in a column window.
+  int64_t row_stride() const { return row_stride_ > 0 ? row_stride_ : row_size(); }
+  // True unless this is a column window with rows apart in memory.
+  bool packed() const { return row_stride_ == 0 || row_stride_ == row_size() || dim(0) <= 1; }
+  // View of rows [begin, end) along dimension 0 (of a window too).
   Tensor rows(int64_t begin, int64_t end) const;
-  // Same memory, another shape with the same element count.
+  // Columns [begin, end) of a 2-D view: a window whose rows keep this view's row stride, for
+  // a GEMM to read or write one block of a wider matrix without copying it.
+  Tensor cols(int64_t begin, int64_t end) const;
+  // Same memory, another shape with the same element count (packed views only).
   Tensor reshape(Shape s) const;
   // 1-D view of all elements.
   Tensor flat() const { return reshape(Shape(numel())); }
@@ -144,6 +154,7 @@ class Tensor {
   DType dtype_ = DType::f32;
   Shape shape_;
   Device device_;
+  int64_t row_stride_ = 0;  // 0: packed
 };
 
 }  // namespace depbloom

@@ -98,9 +98,6 @@ struct TemporalAttentionContext {
   Tensor keep;                        // u8 dropout mask: tgl [R, d_out], tgn [R, A]
   Tensor act;                         // relu output: tgl [R, d_out], tgn [R, d_in]
   Tensor ln_mean, ln_rstd;            // [R] (tgl)
-  // Table mode: W_k's and W_v's columns split as [W_h | W_rest] by the forward, which the
-  // backward reads again (the weights do not change in between).
-  Tensor w_k_h, w_k_rest, w_v_h, w_v_rest;
 };
 static_assert(std::is_trivially_destructible_v<TemporalAttentionContext>);
 
@@ -165,12 +162,11 @@ class TemporalAttentionLayer {
   void forward_norm(TemporalAttentionContext& ctx, const Tensor& out, Arena& arena,
                     const TemporalAttentionWeights& w, const DropoutDraw& dropout) const;
   void project_from_table(const Tensor& out, Arena& arena, const NeighbourRows& nbr,
-                          const Tensor& rest_in, const Tensor& w, const Tensor& b, Tensor& w_h,
-                          Tensor& w_rest) const;
+                          const Tensor& rest_in, const Tensor& w, const Tensor& b) const;
   void backward_from_table(const Tensor& d_table, const Tensor& de, const Tensor& d_te,
                            const Tensor& grad_w, const Tensor& grad_b, const Tensor& dproj,
-                           const TemporalAttentionContext& ctx, const Tensor& w_h,
-                           const Tensor& w_rest, bool accumulate, Arena& arena) const;
+                           const TemporalAttentionContext& ctx, const Tensor& w, bool accumulate,
+                           Arena& arena) const;
   void forward_merge(TemporalAttentionContext& ctx, const Tensor& out, Arena& arena,
                      const TemporalAttentionWeights& w, const DropoutDraw& dropout) const;
   void backward_merge(const Tensor& d_att, const Tensor& dh_root,

@@ -198,12 +198,14 @@ void gemm_matrix(const GemmShape& s, Trans ta, Trans tb, double alpha, const T* 
   });
 }
 
-// With an empty inner dimension the product is 0 and c = beta * c; BLAS would reject the
-// zero leading dimensions, so it is done here. beta == 0 overwrites (NaN in c is dropped).
+// With an empty inner dimension the product is 0 and c = beta * c over rows [0, m) of
+// length n, ldc apart; BLAS would reject the zero leading dimensions, so it is done here.
+// beta == 0 overwrites (NaN in c is dropped).
 template <class T>
-void scale_output(T* c, int64_t count, double beta) {
+void scale_output(T* c, int64_t m, int64_t n, int64_t ldc, double beta) {
   const T b = static_cast<T>(beta);
-  for (int64_t i = 0; i < count; ++i) c[i] = beta == 0.0 ? T(0) : c[i] * b;
+  for (int64_t i = 0; i < m; ++i)
+    for (int64_t j = 0; j < n; ++j) c[i * ldc + j] = beta == 0.0 ? T(0) : c[i * ldc + j] * b;
 }
 
 // Shape of one gemm; `first` is 1 when a leading batch dimension precedes the matrices.
@@ -212,9 +214,10 @@ GemmShape gemm_shape(const Tensor& c, const Tensor& a, Trans ta, const Tensor& b
   s.m = c.dim(first);
   s.n = c.dim(first + 1);
   s.k = ta == Trans::N ? a.dim(first + 1) : a.dim(first);
-  s.lda = a.dim(first + 1);
-  s.ldb = b.dim(first + 1);
-  s.ldc = s.n;
+  // A 2-D operand may be a column window: its row stride is the leading dimension.
+  s.lda = first == 0 ? a.row_stride() : a.dim(first + 1);
+  s.ldb = first == 0 ? b.row_stride() : b.dim(first + 1);
+  s.ldc = first == 0 ? c.row_stride() : s.n;
   return s;
 }
 
@@ -226,7 +229,7 @@ void gemm(const Tensor& c, const Tensor& a, Trans ta, const Tensor& b, Trans tb,
   if (s.m == 0 || s.n == 0) return;
   visit_float(c.dtype(), [&](auto zero) {
     using T = decltype(zero);
-    if (s.k == 0) return scale_output(c.data<T>(), s.m * s.n, beta);
+    if (s.k == 0) return scale_output(c.data<T>(), s.m, s.n, s.ldc, beta);
     gemm_matrix(s, ta, tb, alpha, a.data<T>(), b.data<T>(), beta, c.data<T>());
   });
 }
@@ -238,7 +241,7 @@ void gemm_bias(const Tensor& c, const Tensor& a, Trans ta, const Tensor& b, Tran
   visit_float(c.dtype(), [&](auto zero) {
     using T = decltype(zero);
     const T* pb = bias.data<T>();
-    if (s.k == 0) return start_from_bias(c.data<T>(), s.m, s.n, s.n, pb);
+    if (s.k == 0) return start_from_bias(c.data<T>(), s.m, s.n, s.ldc, pb);
     gemm_matrix(s, ta, tb, 1.0, a.data<T>(), b.data<T>(), 0.0, c.data<T>(), pb);
   });
 }
@@ -276,7 +279,7 @@ void gemm_batched(const Tensor& c, const Tensor& a, Trans ta, const Tensor& b, T
     const T* pa = a.data<T>();
     const T* pb = b.data<T>();
     T* pc = c.data<T>();
-    if (s.k == 0) return scale_output(pc, batch * c_stride, beta);
+    if (s.k == 0) return scale_output(pc, batch * s.m, s.n, s.n, beta);
     const double volume =
         static_cast<double>(s.m) * static_cast<double>(s.n) * static_cast<double>(s.k);
     if (volume > kOpenBlasSerialVolume) {

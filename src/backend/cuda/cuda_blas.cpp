@@ -12,7 +12,8 @@ namespace depbloom::ops::cuda {
 namespace {
 
 // One (possibly batched) row-major SGEMM: c [batch, m, n] = alpha op(a) op(b) + beta c.
-// lda, ldb are the row lengths of a and b as stored; strides are elements per batch.
+// lda, ldb, ldc are the row strides of a, b and c as stored (a column window's are longer
+// than its rows); strides are elements per batch.
 struct GemmCall {
   int64_t batch, m, n, k;
   const float* a;
@@ -22,7 +23,7 @@ struct GemmCall {
   int64_t ldb, stride_b;
   Trans tb;
   float* c;
-  int64_t stride_c;
+  int64_t ldc, stride_c;
   float alpha, beta;
 };
 
@@ -31,13 +32,19 @@ void row_major_sgemm(int device, const GemmCall& g) {
   if (g.k == 0) {
     // Empty inner dimension: C = beta C. BLAS never reads C when beta is 0 (NaN stays out).
     cudaStream_t stream = backend::enter_device(device);
-    const int64_t count = g.batch * g.m * g.n;
-    DB_CHECK_CUDA(g.beta == 0.0f ? kernels::fill(g.c, count, 0.0f, stream)
-                                 : kernels::scale(g.c, g.beta, count, stream));
+    if (g.beta == 1.0f) return;
+    // Packed rows in one launch; a column window's rows one by one (a rare, tiny case).
+    const bool packed = g.ldc == g.n;
+    const int64_t runs = packed ? 1 : g.batch * g.m, count = packed ? g.batch * g.m * g.n : g.n;
+    for (int64_t r = 0; r < runs; ++r) {
+      float* row = g.c + r * g.ldc;
+      DB_CHECK_CUDA(g.beta == 0.0f ? kernels::fill(row, count, 0.0f, stream)
+                                   : kernels::scale(row, g.beta, count, stream));
+    }
     return;
   }
   DB_ASSERT(g.m <= INT_MAX && g.n <= INT_MAX && g.k <= INT_MAX && g.batch <= INT_MAX &&
-                g.lda <= INT_MAX && g.ldb <= INT_MAX,
+                g.lda <= INT_MAX && g.ldb <= INT_MAX && g.ldc <= INT_MAX,
             "gemm dimensions exceed cuBLAS's int range: batch {} m {} n {} k {}", g.batch, g.m, g.n,
             g.k);
   cublasHandle_t handle = backend::cublas_handle(device);
@@ -50,12 +57,13 @@ void row_major_sgemm(int device, const GemmCall& g) {
   const auto k = static_cast<int>(g.k);
   const auto lda = static_cast<int>(g.lda);
   const auto ldb = static_cast<int>(g.ldb);
+  const auto ldc = static_cast<int>(g.ldc);
   if (g.batch == 1) {
     DB_CHECK_CUBLAS(
-        cublasSgemm(handle, op_b, op_a, n, m, k, &g.alpha, g.b, ldb, g.a, lda, &g.beta, g.c, n));
+        cublasSgemm(handle, op_b, op_a, n, m, k, &g.alpha, g.b, ldb, g.a, lda, &g.beta, g.c, ldc));
   } else {
     DB_CHECK_CUBLAS(cublasSgemmStridedBatched(handle, op_b, op_a, n, m, k, &g.alpha, g.b, ldb,
-                                              g.stride_b, g.a, lda, g.stride_a, &g.beta, g.c, n,
+                                              g.stride_b, g.a, lda, g.stride_a, &g.beta, g.c, ldc,
                                               g.stride_c, static_cast<int>(g.batch)));
   }
 }
@@ -70,12 +78,13 @@ void gemm(const Tensor& c, const Tensor& a, Trans ta, const Tensor& b, Trans tb,
   g.n = c.dim(1);
   g.k = ta == Trans::N ? a.dim(1) : a.dim(0);
   g.a = a.data<float>();
-  g.lda = a.dim(1);
+  g.lda = a.row_stride();
   g.ta = ta;
   g.b = b.data<float>();
-  g.ldb = b.dim(1);
+  g.ldb = b.row_stride();
   g.tb = tb;
   g.c = c.data<float>();
+  g.ldc = c.row_stride();
   g.alpha = static_cast<float>(alpha);
   g.beta = static_cast<float>(beta);
   row_major_sgemm(c.device().index, g);
@@ -116,6 +125,7 @@ void gemm_batched(const Tensor& c, const Tensor& a, Trans ta, const Tensor& b, T
   g.stride_b = b.dim(1) * b.dim(2);
   g.tb = tb;
   g.c = c.data<float>();
+  g.ldc = g.n;
   g.stride_c = g.m * g.n;
   g.alpha = static_cast<float>(alpha);
   g.beta = static_cast<float>(beta);

@@ -5,6 +5,9 @@
 #include <gtest/gtest.h>
 #include <omp.h>
 
+#include <functional>
+#include <string>
+
 #include "depbloom/backend/ops.h"
 #include "unit/backend/op_test_util.h"
 
@@ -218,6 +221,102 @@ TEST(AffineGrad, IndependentOfThreadCount) {
   omp_set_num_threads(saved);
   for (size_t i = 2; i < got.size(); ++i)
     EXPECT_TRUE(bitwise_equal(got[i % 2], got[i])) << "output " << i;
+}
+
+// Column windows (Tensor::cols) as GEMM operands: each of a, b and c is a block of columns
+// of a wider matrix. The result equals the packed product, and c's other columns keep
+// their values.
+std::vector<double> window_values(const Guarded<double>& wide, const Tensor& window) {
+  std::vector<double> v;
+  const auto all = wide.values();
+  const int64_t first = (static_cast<const double*>(window.raw()) - wide.view().data<double>());
+  for (int64_t r = 0; r < window.dim(0); ++r)
+    for (int64_t col = 0; col < window.dim(1); ++col)
+      v.push_back(all[static_cast<size_t>(first + r * window.row_stride() + col)]);
+  return v;
+}
+
+TEST(GemmWindows, OperandsMayBeColumnBlocks) {
+  const int64_t mnk[][3] = {{7, 33, 5}, {257, 100, 33}, {33, 100, 1100}};
+  for (const auto& s : mnk)
+    for (Trans ta : {Trans::N, Trans::T})
+      for (Trans tb : {Trans::N, Trans::T}) {
+        const int64_t M = s[0], N = s[1], K = s[2];
+        SCOPED_TRACE(testing::Message()
+                     << "M " << M << " N " << N << " K " << K << " " << (ta == Trans::N ? "N" : "T")
+                     << (tb == Trans::N ? "N" : "T"));
+        Rand rng(4000 + static_cast<uint64_t>(M + N + K));
+        const Shape sa = ta == Trans::N ? Shape(M, K) : Shape(K, M);
+        const Shape sb = tb == Trans::N ? Shape(K, N) : Shape(N, K);
+        Guarded<double> wa(Shape(sa[0], sa[1] + 3), rng.vec(sa[0] * (sa[1] + 3)));
+        Guarded<double> wb(Shape(sb[0], sb[1] + 2), rng.vec(sb[0] * (sb[1] + 2)));
+        Guarded<double> wc(Shape(M, N + 4), rng.vec(M * (N + 4)));
+        const Tensor a = wa.view().cols(2, 2 + sa[1]), b = wb.view().cols(0, sb[1]);
+        const Tensor c = wc.view().cols(1, 1 + N);
+        auto want = gemm_ref(window_values(wa, a), ta, window_values(wb, b), tb,
+                             window_values(wc, c), 1, M, N, K, 0.5, 2.0);
+        const auto before = wc.values();
+        depbloom::ops::gemm(c, a, ta, b, tb, 0.5, 2.0);
+        EXPECT_TRUE(norm_close(window_values(wc, c), want, norm_tol<double>()));
+        const auto after = wc.values();
+        for (int64_t r = 0; r < M; ++r)
+          for (int64_t col : {int64_t{0}, N + 1, N + 2, N + 3})
+            EXPECT_EQ(after[static_cast<size_t>(r * (N + 4) + col)],
+                      before[static_cast<size_t>(r * (N + 4) + col)]);
+        EXPECT_TRUE(wc.guard_intact());
+      }
+}
+
+// gemm_bias reads a and b as windows; affine_grad reads x and accumulates into dw as windows.
+TEST(GemmWindows, GemmBiasAndAffineGrad) {
+  Rand rng(4100);
+  const int64_t M = 1100, N = 40, K = 30;
+  Guarded<double> wx(Shape(M, K + 10), rng.vec(M * (K + 10))), dy(Shape(M, N), rng.vec(M * N));
+  Guarded<double> ww(Shape(N, K + 10), rng.vec(N * (K + 10))), bias(Shape(N), rng.vec(N));
+  const Tensor x = wx.view().cols(10, 10 + K), w = ww.view().cols(5, 5 + K);
+  Guarded<double> y(Shape(M, N));
+  auto want = gemm_ref(window_values(wx, x), Trans::N, window_values(ww, w), Trans::T, {}, 1, M, N,
+                       K, 1.0, 0.0);
+  for (int64_t m = 0; m < M; ++m)
+    for (int64_t n = 0; n < N; ++n) want[static_cast<size_t>(m * N + n)] += bias[n];
+  depbloom::ops::gemm_bias(y, x, Trans::N, w, Trans::T, bias);
+  EXPECT_TRUE(norm_close(y.values(), want, norm_tol<double>()));
+  Guarded<double> db{Shape(N)};
+  db.fill(0.0);
+  auto want_w = gemm_ref(dy.values(), Trans::T, window_values(wx, x), Trans::N,
+                         window_values(ww, w), 1, N, K, M, 1.0, 1.0);
+  depbloom::ops::affine_grad(w, db, dy, x);
+  EXPECT_TRUE(norm_close(window_values(ww, w), want_w, norm_tol<double>()));
+}
+
+// Every other op takes packed tensors only, and says so; so do gemm_bias's c and
+// affine_grad's dy.
+TEST(GemmWindows, OtherOpsRejectAWindow) {
+  Guarded<float> wide(Shape(4, 6)), bias(Shape(3)), packed(Shape(4, 3)), db(Shape(3));
+  const Tensor window = wide.view().cols(1, 4);
+  auto expect_named = [&](const std::function<void()>& call, const char* op) {
+    try {
+      call();
+      ADD_FAILURE() << op << ": no exception";
+    } catch (const depbloom::Error& e) {
+      EXPECT_NE(std::string(e.what()).find("column window"), std::string::npos) << e.what();
+      EXPECT_NE(std::string(e.what()).find(op), std::string::npos) << e.what();
+    }
+  };
+  expect_named([&] { depbloom::ops::fill(window, 1.0); }, "fill");
+  expect_named(
+      [&] {
+        depbloom::ops::concat_cols(packed, {window.cols(0, 1), window.cols(1, 3)});
+      },
+      "concat_cols");
+  expect_named(
+      [&] {
+        depbloom::ops::gemm_bias(window, packed, Trans::N, Guarded<float>(Shape(3, 3)), Trans::N,
+                                 bias);
+      },
+      "gemm_bias");
+  expect_named([&] { depbloom::ops::affine_grad(Guarded<float>(Shape(3, 3)), db, window, packed); },
+               "affine_grad");
 }
 
 class GemmBatched : public testing::TestWithParam<GemmCase> {};

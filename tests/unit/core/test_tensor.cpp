@@ -108,6 +108,34 @@ TEST(Tensor, RowsIsAViewOfARange) {
   EXPECT_THROW(scalar.rows(0, 1), Error);
 }
 
+// cols() views a block of columns: rows keep the matrix's stride, rows() of a window and a
+// window of a window stay windows, and a window reshapes only when it is packed.
+TEST(Tensor, ColsIsAColumnWindow) {
+  std::vector<double> buf(20);
+  for (size_t i = 0; i < buf.size(); ++i) buf[i] = static_cast<double>(i);
+  Tensor t = Tensor::wrap(buf.data(), Shape(4, 5));
+  EXPECT_TRUE(t.packed());
+  EXPECT_EQ(t.row_stride(), 5);
+  Tensor w = t.cols(1, 3);
+  EXPECT_EQ(w.shape(), Shape(4, 2));
+  EXPECT_EQ(w.data<double>(), buf.data() + 1);
+  EXPECT_EQ(w.row_stride(), 5);
+  EXPECT_FALSE(w.packed());
+  EXPECT_NE(w.str().find("row stride 5"), std::string::npos) << w.str();
+  Tensor r = w.rows(2, 4);  // rows 2 and 3, columns 1 and 2
+  EXPECT_EQ(r.data<double>()[0], 11.0);
+  EXPECT_EQ(r.data<double>()[r.row_stride() + 1], 17.0);
+  Tensor ww = w.cols(1, 2);  // column 2 of t
+  EXPECT_EQ(ww.data<double>()[3 * ww.row_stride()], 17.0);
+  EXPECT_TRUE(t.cols(0, 5).packed());
+  EXPECT_TRUE(w.rows(1, 2).packed());  // one row is packed
+  EXPECT_EQ(w.rows(1, 2).reshape(Shape(2)).data<double>()[1], 7.0);
+  EXPECT_THROW(w.reshape(Shape(8)), Error);
+  EXPECT_THROW(t.cols(3, 6), Error);
+  EXPECT_THROW(t.cols(2, 1), Error);
+  EXPECT_THROW(Tensor::wrap(buf.data(), Shape(20)).cols(0, 1), Error);
+}
+
 TEST(Tensor, ReshapeAndFlat) {
   std::vector<float> buf(24);
   Tensor t = Tensor::wrap(buf.data(), Shape(2, 3, 4));
