@@ -1,6 +1,7 @@
 // CPU element-wise ops: activations and their gradients, dropout with counter-based masks,
 // fill, copy, axpy, scale, and the fixed-order sums. One pass over memory each; dropout's
 // mask is a pure function of (key, global row, column), so any split of rows agrees.
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 
@@ -15,6 +16,7 @@ namespace {
 constexpr int64_t kCheapCost = 1;
 constexpr int64_t kTranscendentalCost = 20;
 constexpr int64_t kPhiloxCost = 40;
+constexpr int64_t kDrawBlock = 64;  // dropout's draws per block of a row
 
 template <class Fn>
 void map_elements(int64_t n, int64_t cost, const Fn& fn) {
@@ -95,17 +97,25 @@ void dropout_forward(const Tensor& y, const Tensor& keep, const Tensor& x, doubl
     T* py = y.data<T>();
     const T inv_keep = static_cast<T>(1.0 / (1.0 - p));
     parallel_for(rows, width * kPhiloxCost, [&](int64_t begin, int64_t end) {
+      uint32_t bits[kDrawBlock];
       for (int64_t r = begin; r < end; ++r) {
         const uint64_t counter =
             ids != nullptr ? static_cast<uint64_t>(ids[r]) : first_row + static_cast<uint64_t>(r);
-        for (int64_t c = 0; c < width; ++c) {
-          const int64_t e = r * width + c;
-          // p == 0 keeps everything without drawing; the draw is compared in double so
-          // that the threshold is exactly p, as documented.
-          const bool kept = p == 0.0 || static_cast<double>(uniform_float(philox_u32(
-                                            key, counter, static_cast<uint32_t>(c)))) >= p;
-          pk[e] = kept ? 1 : 0;
-          py[e] = kept ? px[e] * inv_keep : T(0);
+        for (int64_t c0 = 0; c0 < width; c0 += kDrawBlock) {
+          const int64_t len = std::min(kDrawBlock, width - c0);
+          // The draws of a block of columns first: independent, so they vectorise.
+#pragma omp simd
+          for (int64_t j = 0; j < len; ++j)
+            bits[j] = philox_u32(key, counter, static_cast<uint32_t>(c0 + j));
+          const int64_t e0 = r * width + c0;
+#pragma omp simd
+          for (int64_t j = 0; j < len; ++j) {
+            // Compared in double so that the threshold is exactly p, as documented (every
+            // draw is >= 0, so p == 0 keeps everything).
+            const bool kept = static_cast<double>(uniform_float(bits[j])) >= p;
+            pk[e0 + j] = kept ? 1 : 0;
+            py[e0 + j] = kept ? px[e0 + j] * inv_keep : T(0);
+          }
         }
       }
     });
