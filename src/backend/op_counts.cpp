@@ -36,6 +36,10 @@ int64_t OpCounts::total_calls() const {
   return n;
 }
 
+int64_t OpCounts::cuda_launches() const {
+  return total_calls() + (*this)[OpKind::gemm_bias] + (*this)[OpKind::affine_grad];
+}
+
 OpCounts OpCounts::operator-(const OpCounts& earlier) const {
   OpCounts d;
   for (size_t k = 0; k < kOpKinds; ++k) d.calls[k] = calls[k] - earlier.calls[k];

@@ -28,9 +28,10 @@ json plan_calls_json(train::Trainer& trainer) {
   }
   json j = train::calls_json(dry.calls, dry.batches);
   spdlog::info(
-      "plan: one device's training step (dry run over {} steps): {:.1f} op calls, "
-      "{:.1f} uploads",
-      dry.batches, j["op_calls_per_step"].get<double>(), j["uploads_per_step"].get<double>());
+      "plan: one device's training step (dry run over {} steps): {:.1f} op calls ({:.1f} "
+      "kernel launches on CUDA), {:.1f} uploads",
+      dry.batches, j["op_calls_per_step"].get<double>(), j["cuda_launches_per_step"].get<double>(),
+      j["uploads_per_step"].get<double>());
   return j;
 }
 

@@ -116,6 +116,7 @@ json peak_bytes_json() {
 
 json calls_json(const EpochCalls& calls, int64_t steps) {
   json j = {{"op_calls_per_step", per(calls.train.total_calls(), steps)},
+            {"cuda_launches_per_step", per(calls.train.cuda_launches(), steps)},
             {"uploads_per_step", per(calls.train.uploads, steps)},
             {"side_op_calls_per_step", per(calls.side.total_calls(), steps)},
             {"side_uploads_per_step", per(calls.side.uploads, steps)}};

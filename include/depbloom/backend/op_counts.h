@@ -53,6 +53,8 @@ struct OpCounts {
   int64_t uploads = 0;
 
   int64_t total_calls() const;
+  // The kernel launches the calls make on CUDA: one each, two for gemm_bias and affine_grad.
+  int64_t cuda_launches() const;
   int64_t operator[](OpKind kind) const { return calls[static_cast<size_t>(kind)]; }
   OpCounts operator-(const OpCounts& earlier) const;
 };
