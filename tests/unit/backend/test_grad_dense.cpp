@@ -59,8 +59,9 @@ INSTANTIATE_TEST_SUITE_P(Grad, GemmGrad,
                          testing::Combine(testing::Values(Trans::N, Trans::T),
                                           testing::Values(Trans::N, Trans::T), testing::Bool()));
 
-// gemm_bias's gradients are gemm's and bias_grad's: x [3,5] W^T [5,4] + b as Linear runs it.
-TEST(Grad, GemmBias) {
+// gemm_bias's gradients are gemm's and bias_grad's, and affine_grad's (which accumulates
+// onto what dW and db held): x [3,5] W^T [5,4] + b as Linear runs it.
+TEST(Grad, GemmBiasAndAffineGrad) {
   Rand rng(2002);
   G x(Shape(3, 5), rng.vec(15)), w(Shape(4, 5), rng.vec(20)), bias(Shape(4), rng.vec(4));
   G y(Shape(3, 4)), r(Shape(3, 4), rng.vec(12));
@@ -69,37 +70,23 @@ TEST(Grad, GemmBias) {
     ops::gemm_bias(y, x, Trans::N, w, Trans::T, bias);
     return project(y.data(), rv);
   };
-  G dx(Shape(3, 5)), dw(Shape(4, 5)), db(Shape(4));
+  G dx(Shape(3, 5)), dw(Shape(4, 5)), db(Shape(4)), dw_acc(Shape(4, 5)), db_acc(Shape(4));
   ops::gemm(dx, r, Trans::N, w, Trans::N);  // dx = R W
   ops::gemm(dw, r, Trans::T, x, Trans::N);  // dW = R^T x
   db.fill(0.0);
   ops::bias_grad(db, r);
-  EXPECT_TRUE(grad_close(dx.values(), numeric_grad(x.data(), x.numel(), loss))) << "dx";
-  EXPECT_TRUE(grad_close(dw.values(), numeric_grad(w.data(), w.numel(), loss))) << "dW";
-  EXPECT_TRUE(grad_close(db.values(), numeric_grad(bias.data(), bias.numel(), loss))) << "db";
-}
-
-// affine_grad is gemm_bias's parameter gradient: dW and db of the same loss, accumulated
-// onto what the gradients held before.
-TEST(Grad, AffineGrad) {
-  Rand rng(2003);
-  G x(Shape(3, 5), rng.vec(15)), w(Shape(4, 5), rng.vec(20)), bias(Shape(4), rng.vec(4));
-  G y(Shape(3, 4)), r(Shape(3, 4), rng.vec(12));
-  auto rv = r.values();
-  auto loss = [&] {
-    ops::gemm_bias(y, x, Trans::N, w, Trans::T, bias);
-    return project(y.data(), rv);
-  };
-  G dw(Shape(4, 5)), db(Shape(4));
-  dw.fill(0.25);
-  db.fill(-0.5);
-  ops::affine_grad(dw, db, r, x);
+  dw_acc.fill(0.25);
+  db_acc.fill(-0.5);
+  ops::affine_grad(dw_acc, db_acc, r, x);
   auto want_w = numeric_grad(w.data(), w.numel(), loss);
   auto want_b = numeric_grad(bias.data(), bias.numel(), loss);
-  for (double& v : want_w) v += 0.25;
-  for (double& v : want_b) v -= 0.5;
+  EXPECT_TRUE(grad_close(dx.values(), numeric_grad(x.data(), x.numel(), loss))) << "dx";
   EXPECT_TRUE(grad_close(dw.values(), want_w)) << "dW";
   EXPECT_TRUE(grad_close(db.values(), want_b)) << "db";
+  for (double& v : want_w) v += 0.25;
+  for (double& v : want_b) v -= 0.5;
+  EXPECT_TRUE(grad_close(dw_acc.values(), want_w)) << "affine_grad dW";
+  EXPECT_TRUE(grad_close(db_acc.values(), want_b)) << "affine_grad db";
 }
 
 TEST(Grad, BiasAddAndAccumulate) {
