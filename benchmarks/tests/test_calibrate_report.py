@@ -44,28 +44,67 @@ class CalibrateReportTest(unittest.TestCase):
         self.assertAlmostEqual(v["ar_bw"], (1 << 20) * 1.0 / 1e-3 / 1e9)  # 2(P-1)/P = 1
         self.assertAlmostEqual(v["ag_bw"], (1 << 20) * 0.5 / 1e-3 / 1e9)
 
+    def write_curve_run(self, model, batch, medians):
+        write_run(f"{self.dir}/curve/{model}-b{batch}",
+                  [{"stage_s": {}, "step_s": {"median": m}} for m in medians])
+
     def test_profile_file(self):
+        self.write_curve_run("tgn", 1000, [9.0, 0.25])  # the warm (last) epoch's median
+        self.write_curve_run("tgn", 200, [9.0, 0.0625])
+        self.write_curve_run("jodie", 200, [9.0, 0.01])
         out = os.path.join(self.dir, "cpu-here.yaml")
         with contextlib.redirect_stdout(io.StringIO()) as printed:
-            cr.profile(self.dir, out, "1", "abc", "host")
+            cr.profile(self.dir, out, "1", "abc", "host", "60000")
         with open(out) as f:
             text = f.read()
         self.assertEqual(printed.getvalue(), text + "\n")
         self.assertIn("\ngemm_gflop_s: 3.000\n", text)
         self.assertIn("\nop_launch_us: 0.2500\n", text)
         self.assertIn("all_gather:\n  bandwidth_gb_s: 0.524\n  latency_us: 10.000\n", text)
+        self.assertIn("first 60000 WIKI events", text)
+        self.assertTrue(text.endswith(
+            "step_curves:\n  jodie:\n    - {batch: 200, device_seconds: 0.01}\n"
+            "  tgn:\n    - {batch: 200, device_seconds: 0.0625}\n"
+            "    - {batch: 1000, device_seconds: 0.25}\n"))
+        # The roofline alone: the same profile less the curves and their comment.
+        roof = os.path.join(self.dir, "roofline.yaml")
+        cr.roofline(out, roof)
+        with open(roof) as f:
+            self.assertEqual(f.read(), text[:text.index("# Warm training steps")])
+
+    def test_profile_without_curves(self):
+        out = os.path.join(self.dir, "cpu-here.yaml")
+        with contextlib.redirect_stdout(io.StringIO()):
+            cr.profile(self.dir, out, "1", "abc", "host", "60000")
+        with open(out) as f:
+            self.assertNotIn("step_curves", f.read())
+
+    def test_roofline_keeps_keys_after_the_curves(self):
+        src, out = os.path.join(self.dir, "a.yaml"), os.path.join(self.dir, "b.yaml")
+        with open(src, "w") as f:
+            f.write("name: x\n# the curves\nstep_curves:\n  tgn:\n    - {batch: 1}\n"
+                    "\n# the link\nall_reduce:\n  latency_us: 1\n")
+        cr.roofline(src, out)
+        with open(out) as f:
+            self.assertEqual(f.read(), "name: x\n# the link\nall_reduce:\n  latency_us: 1\n")
 
     def test_check_run(self):
-        write_run(f"{self.dir}/single", [{"loss": 0.5, "train_seconds": 10.0,
-                                           "stage_s": {"sample": 2.0, "evaluation": 9.0}}])
+        write_run(f"{self.dir}/single", [
+            {"loss": 0.6, "train_seconds": 14.0, "stage_s": {"sample": 2.5}},
+            {"loss": 0.5, "train_seconds": 10.0, "stage_s": {"sample": 2.0, "evaluation": 9.0}}])
         write_json(f"{self.dir}/single.plan.json", {"plan": {"flops": {"total": 5e10}, "model": {
             "epoch_seconds": {"serial": 12.0, "pipelined": 11.0}, "stages": {"sample": 3.0}}}})
-        lines, err = cr.check_run(self.dir, "single")
+        write_json(f"{self.dir}/single.roofline.json", {"plan": {"model": {
+            "epoch_seconds": {"serial": 7.5, "pipelined": 7.0}}}})
+        lines, err, row = cr.check_run(self.dir, "single")
         self.assertAlmostEqual(err, 0.2)
         self.assertEqual(lines, [
-            "single: measured 10.00 s, modelled 12.00 s (serial; pipelined 11.00 s), error +20.0%",
+            "single: measured 10.00 s (epoch 2; the first, cold, 14.00 s), modelled 12.00 s "
+            "(serial; pipelined 11.00 s), error +20.0%",
+            "  roofline alone 7.50 s, error -25.0%",
             "  sample         measured    2.000 s  modelled    3.000 s  +50%",
             "  GFLOP/s achieved 5.00"])
+        self.assertEqual(row, "| single | 10.00 | 12.00 | +20.0% | 7.50 | -25.0% |")
 
 
 if __name__ == "__main__":
