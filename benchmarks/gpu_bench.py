@@ -35,7 +35,8 @@ SIZES = {
     "cuda": {"batches": [600, 1200, 2400, 4800, 9600], "extras_at": [600, 4800], "unit": 600,
              "models": ["tgn", "jodie", "apan"], "max_batches": 40, "max_events": 0,
              "reddit_scale": 1, "reddit_events": 0, "limit_s": 45, "min_time": 0.2},
-    "cpu": {"batches": [100, 200], "extras_at": [200], "unit": 100, "models": ["tgn", "jodie"],
+    "cpu": {"batches": [100, 150, 200], "extras_at": [200], "unit": 100,
+            "models": ["tgn", "jodie"],
             "max_batches": 3, "max_events": 2000, "reddit_scale": 0.01, "reddit_events": 2000,
             "limit_s": 20, "min_time": 0.01},
 }
@@ -138,6 +139,7 @@ def run_one(a, item, limit, log):
         out = os.path.join(a.work, "runs", item["name"])
         shutil.rmtree(out, ignore_errors=True)
         argv = train_argv(a, item["config"], out)
+        rec["argv"] = argv[1:]  # gpu_bench_check.py plans the same run
     t0 = time.time()
     try:
         rec["rc"] = subprocess.run(argv, cwd=ROOT, stdout=log, stderr=subprocess.STDOUT,

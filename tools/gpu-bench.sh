@@ -16,7 +16,9 @@
 # rewritten after each, so a cut-off run still returns what it measured), bench.log, the run
 # folders (runs/), and the profile: for cuda configs/devices/<gpu>-measured.yaml under $OUT
 # (gpu: h100 or h200; copy it into configs/devices/ to ship it), for cpu $OUT/cpu-measured.yaml
-# (or PROFILE). `depbloom-train --plan --profile FILE` reads it. Exit 0 when every
+# (or PROFILE). `depbloom-train --plan --profile FILE` reads it. Then the cost model against
+# the held-out batches (benchmarks/gpu_bench_check.py: the curve fitted on 600, 2400 and 9600,
+# checked at 1200 and 4800, the roofline alone beside) into $OUT/check/. Exit 0 when every
 # configuration ran and the profile was written.
 #
 # Programs for cuda: from .gpu-kit/kit.tar.xz when present (tools/gpu-kit.sh packs
@@ -33,7 +35,7 @@ while [[ $# -gt 0 ]]; do
   case $1 in
     --device) device=$2; shift ;;
     --build) [[ $2 = /* ]] && build=$2 || build=$here/$2; shift ;;
-    -h | --help) sed -n '2,24p' "$0"; exit 0 ;;
+    -h | --help) sed -n '2,26p' "$0"; exit 0 ;;
     *) echo "unknown option $1 (see --help)" >&2; exit 2 ;;
   esac
   shift
@@ -85,3 +87,9 @@ threads=()
 timeout -k 10 "$((${BUDGET_S%.*} + 60))" python3 benchmarks/gpu_bench.py --device "$device" \
   --bin "$bin" --out "$OUT" --data "$work/data" --profile "$profile" --budget-s "$BUDGET_S" \
   --gpu "$gpu" --device-name "$device_name" --commit "${commit:-unknown}" "${threads[@]}"
+rc=$?
+# The model at the held-out batches (plans only, no GPU needed: the same check runs anywhere
+# on the returned bench.json). A miss is reported, not an error of the measurement.
+[[ -f $profile ]] && python3 benchmarks/gpu_bench_check.py "$OUT/bench.json" "$profile" \
+  --bin "$bin" --out "$OUT/check"
+exit $rc
