@@ -20,11 +20,19 @@ namespace {
 // --plan's calls per step: one training epoch of this process's trainer (one rank) run dry
 // (backend::OpCountOnly: every op checked and counted, none computed), so the counts are the
 // real step's, exactly, from the same code; host waits happen only as a GPU runs the step.
-json plan_calls_json(train::Trainer& trainer) {
+// The work model takes both lanes' op calls and launches per step for the cost model.
+json plan_calls_json(train::Trainer& trainer, costmodel::WorkModel& wm) {
   train::EpochResult dry;
   {
     backend::OpCountOnly count_only;
     dry = trainer.train_epoch(1);
+  }
+  if (dry.batches > 0) {
+    const auto steps = static_cast<double>(dry.batches);
+    const backend::OpCounts& train = dry.calls.train;
+    const backend::OpCounts& side = dry.calls.side;
+    wm.counted_op_calls = static_cast<double>(train.total_calls() + side.total_calls()) / steps;
+    wm.counted_launches = static_cast<double>(train.cuda_launches() + side.cuda_launches()) / steps;
   }
   json j = train::calls_json(dry.calls, dry.batches);
   spdlog::info(
@@ -80,12 +88,15 @@ json model_json(const costmodel::EpochWork& work, const costmodel::WorkModel& wm
   for (int i = 0; i < train::kStages; ++i)
     stages[train::stage_name(static_cast<train::Stage>(i))] =
         m.stages.seconds[static_cast<size_t>(i)];
+  const double launch_scale = costmodel::launch_scale(work, wm, profile);
   spdlog::info(
       "plan (modelled on {}): epoch {:.3f} s serial, {:.3f} s pipelined, bound by {}; "
-      "collectives {:.3f} s",
-      profile.name, m.serial, m.pipelined, train::stage_name(m.bound), m.collectives);
+      "collectives {:.3f} s; op calls as counted ({:.3f} x the layers' estimates)",
+      profile.name, m.serial, m.pipelined, train::stage_name(m.bound), m.collectives, launch_scale);
   return {{"profile", profile.name},
           {"label", "modelled"},
+          {"launch_scale", launch_scale},  // counted op calls (launches) / the estimates'
+
           {"stages", stages},
           {"collectives", m.collectives},
           {"sync_wait", m.sync_wait},  // in the stages: the ranks' wait for the slowest
@@ -130,7 +141,7 @@ void print_plan(train::Trainer& trainer, const train::TrainerConfig& tc, int ran
     spdlog::info("plan: {} node-state exchanges: {} memory rows, {} mails, {:.2f} MB", c.exchanges,
                  c.exchanged_rows, c.exchanged_mails, static_cast<double>(c.exchange_bytes) / 1e6);
   const costmodel::EpochWork work = collector.finish(f.comm);
-  const costmodel::WorkModel wm = work_model(trainer);
+  costmodel::WorkModel wm = work_model(trainer);
   const costmodel::StepFlops flops = costmodel::epoch_flops(work, wm);
   json plan = {
       {"strategy", r.strategy},
@@ -152,7 +163,7 @@ void print_plan(train::Trainer& trainer, const train::TrainerConfig& tc, int ran
   spdlog::info("plan: {:.3f} GFLOP of training GEMMs per epoch over {} ranks ({:.3f} forward)",
                static_cast<double>(flops.total()) / 1e9, ranks,
                static_cast<double>(flops.forward) / 1e9);
-  plan["calls"] = plan_calls_json(trainer);
+  plan["calls"] = plan_calls_json(trainer, wm);
   if (profile) plan["model"] = model_json(work, wm, *profile);
   const json line = {{"plan", plan}};
   std::printf("%s\n", line.dump().c_str());

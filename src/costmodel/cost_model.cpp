@@ -30,19 +30,25 @@ const StepCurve* curve_for(const DeviceProfile& p, const WorkModel& wm) {
 
 // Seconds of one rank's stages in a step; with a curve, the curve's stages scaled so that
 // they sum to its time at the step's batch (each keeps its roofline share).
+// The op calls of one stage other than uploads (at least its GEMM calls).
+int64_t launches(const StageWork& w) {
+  int64_t gemm_calls = 0;
+  for (const GemmShape& g : w.gemms) gemm_calls += g.count;
+  return gemm_calls + std::max<int64_t>(0, w.ops - gemm_calls - w.uploads);
+}
+
 StageTimes stage_seconds(const StepStageWork& work, const StepWork& step, const DeviceProfile& p,
-                         int64_t value_bytes, const StepCurve* curve) {
+                         int64_t value_bytes, const StepCurve* curve, double launch_factor) {
   StageTimes t;
   const double upload = p.upload_latency >= 0 ? p.upload_latency : p.op_launch;
   for (int i = 0; i < kStages; ++i) {
     const auto stage = static_cast<Stage>(i);
     const StageWork& w = work[static_cast<size_t>(i)];
-    double s = 0;
-    for (const GemmShape& g : w.gemms) s += gemm_seconds(g, p, value_bytes);
-    int64_t gemm_calls = 0;
-    for (const GemmShape& g : w.gemms) gemm_calls += g.count;
-    const int64_t other = std::max<int64_t>(0, w.ops - gemm_calls - w.uploads);
-    s += static_cast<double>(other) * p.op_launch + static_cast<double>(w.uploads) * upload;
+    double s = 0;  // the GEMMs' own time, then every launch (the GEMMs' too) scaled
+    for (const GemmShape& g : w.gemms)
+      s += gemm_seconds(g, p, value_bytes) - static_cast<double>(g.count) * p.op_launch;
+    s += static_cast<double>(launches(w)) * launch_factor * p.op_launch +
+         static_cast<double>(w.uploads) * upload;
     if (stage == Stage::sample) {
       const auto planned =
           static_cast<double>((2 + step.negatives) * step.events + step.sampled_slots);
@@ -56,9 +62,9 @@ StageTimes stage_seconds(const StepStageWork& work, const StepWork& step, const 
   if (curve == nullptr || step.events == 0) return t;
   double roofline = 0;
   for (const Stage st : kCurveStages) roofline += t[st];
-  const double scale =
+  const double to_curve =
       div(curve_seconds(curve->points, static_cast<double>(step.events)), roofline);
-  for (const Stage st : kCurveStages) t[st] *= scale;
+  for (const Stage st : kCurveStages) t[st] *= to_curve;
   return t;
 }
 
@@ -171,6 +177,19 @@ double exchange_seconds(const dist::CommStats& comm, int ranks, const DeviceProf
   return s;
 }
 
+double launch_scale(const EpochWork& work, const WorkModel& wm, const DeviceProfile& p) {
+  const double counted = p.host_to_device > 0 ? wm.counted_launches : wm.counted_op_calls;
+  if (!(counted > 0) || work.work.empty()) return 1.0;
+  StepStageWork stage_work;
+  double estimated = 0;
+  for (const StepWork& sw : work.work) {
+    step_stage_work(stage_work, wm, sw);
+    for (const StageWork& w : stage_work) estimated += static_cast<double>(launches(w));
+  }
+  estimated /= static_cast<double>(work.work.size());
+  return estimated > 0 ? counted / estimated : 1.0;
+}
+
 StepFlops epoch_flops(const EpochWork& work, const WorkModel& wm) {
   StepFlops total;
   StepStageWork stage_work;
@@ -192,6 +211,7 @@ CostPrediction predict_epoch(const EpochWork& work, const WorkModel& wm, const D
   out.collectives = (reduce + exchange) * static_cast<double>(work.steps);
   const double urgent_exchange = work.urgent_exchange_share * exchange;
   const StepCurve* curve = curve_for(p, wm);
+  const double scale = launch_scale(work, wm, p);
   // For the bound: seconds each lane (host, main, side) is the step's longest, and the main
   // lane's stages in those steps.
   std::array<double, 3> lanes{};
@@ -208,7 +228,7 @@ CostPrediction predict_epoch(const EpochWork& work, const WorkModel& wm, const D
       const StepFlops f = step_flops(stage_work);
       out.flops.forward += f.forward, out.flops.backward += f.backward;
       RankStep& rs = ranks[static_cast<size_t>(r)];
-      rs.t = stage_seconds(stage_work, sw, p, wm.value_bytes, curve);
+      rs.t = stage_seconds(stage_work, sw, p, wm.value_bytes, curve, scale);
       rs.total = 0;
       for (const double s : rs.t.seconds) rs.total += s;
       rs.urgent_share = sw.written_rows > 0 ? static_cast<double>(sw.urgent_rows) /

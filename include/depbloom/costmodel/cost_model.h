@@ -71,6 +71,11 @@ double link_call_seconds(const LinkCost& link, double bytes, double steps, doubl
 // Seconds of one GEMM shape: the slower of its FLOPs and its operands' bytes, plus a launch
 // per call.
 double gemm_seconds(const GemmShape& g, const DeviceProfile& p, int64_t value_bytes);
+// The factor on the per-layer estimates' op calls (all but uploads) that makes the epoch's
+// mean step launch what the work model counted: its CUDA launches on a device with its own
+// memory (host_to_device > 0: every op a kernel, gemm_bias and affine_grad two), else its op
+// calls; 1 when nothing was counted. The stages keep the estimates' shares.
+double launch_scale(const EpochWork& work, const WorkModel& wm, const DeviceProfile& p);
 // Seconds of the epoch's collectives of each kind over `ranks` ranks (0 for one rank). The
 // counts hold calls and bytes, not each call's size: a kind's calls are priced at their mean
 // size, except that all-reduce calls of `gradient_bytes` (the gradients' one all-reduce)
@@ -96,7 +101,8 @@ struct CostPrediction {
 // GEMM FLOPs of the epoch, forward and backward, summed over every rank's steps.
 StepFlops epoch_flops(const EpochWork& work, const WorkModel& wm);
 
-// The epoch of `work` for the model `wm` on profile `p`. Every step ends in a collective, so
+// The epoch of `work` for the model `wm` on profile `p` (op calls scaled by launch_scale).
+// Every step ends in a collective, so
 // it lasts as long as its slowest rank: serial, the ranks' mean stages plus the wait for the
 // slowest (sync_wait), then the step's share of the all-reduce and the exchanges (spread
 // evenly over the steps). Pipelined: per rank three lanes overlap: the host plans the next

@@ -64,6 +64,11 @@ struct WorkModel {
   bool refine_mean = false;  // refine.aggregate mean: the terms are weighted (one GEMM more)
   int64_t value_bytes = 4;   // f32
   int64_t parameters = 0;    // the optimiser's width
+  // A step's op calls as --plan's dry run counts them (both lanes, uploads apart), and the
+  // kernel launches they make on CUDA. When > 0 the cost model prices these instead of the
+  // per-layer estimates' total (cost_model.h); 0: the estimates.
+  double counted_op_calls = 0;
+  double counted_launches = 0;
 };
 
 // out[stage] = the work of `step` in each stage (the forward GEMMs in memory_update, refine,

@@ -148,6 +148,29 @@ TEST(CostTerms, HostThreadsAndUploadLatency) {
   EXPECT_DOUBLE_EQ(predict_epoch(w, tgn_model(), p).stages[Stage::sample], 333e-6 + 480e-6);
 }
 
+// The dry run's counts replace the per-layer estimates' total: counted at twice the
+// estimated mean, every stage's launches take twice as long (uploads and planning keep their
+// prices); a device with its own memory prices the counted CUDA launches instead.
+TEST(CostTerms, CountedLaunchesScaleTheEstimates) {
+  DeviceProfile p;
+  p.op_launch = 1e-6, p.upload_latency = 1e-3, p.host_plan_rate = 1e6;
+  const EpochWork w = uneven_work(1);
+  WorkModel wm = tgn_model();
+  EXPECT_EQ(launch_scale(w, wm, p), 1.0);
+  const CostPrediction estimated = predict_epoch(w, wm, p);
+  const double uploads = 3 * 16 * 1e-3, planning = 999e-6;
+  const double launches = estimated.serial - uploads - planning;  // 1 us each, 3 steps
+  wm.counted_op_calls = 2 * launches / 3 / 1e-6;
+  wm.counted_launches = 3 * launches / 3 / 1e-6;
+  EXPECT_NEAR(launch_scale(w, wm, p), 2.0, 1e-12);
+  const CostPrediction counted = predict_epoch(w, wm, p);
+  EXPECT_NEAR(counted.serial, 2 * launches + uploads + planning, 1e-12);
+  for (const Stage s : {Stage::gather, Stage::embed, Stage::backward, Stage::write_back})
+    EXPECT_NEAR(counted.stages[s], 2 * estimated.stages[s], 1e-12) << static_cast<int>(s);
+  p.host_to_device = 1e10;
+  EXPECT_NEAR(launch_scale(w, wm, p), 3.0, 1e-12);
+}
+
 // NCCL picks the protocol of the shorter time: LL (its latencies, a quarter of the bandwidth)
 // for small messages, Simple for large. All-reduce over 8 ranks: 14 steps, factor 1.75.
 TEST(CostTerms, ProtocolFollowsTheMessageSize) {
