@@ -1,47 +1,27 @@
-"""A training run's memory in GiB from its data's and config's shapes, before it starts
-(speedup.sh refuses runs that would not fit)."""
+"""A training run's memory in GiB before it starts (speedup.sh refuses runs that would not
+fit), from `depbloom-train --plan` of one rank's share of the batch. The plan's dry run
+carves every step's arena tensors as the real step does (without touching them), so its
+Buffers' peak (`peak_bytes.host`: the stream, its neighbour index, the node state and the
+arenas) is a real one-device run's at that batch: TGN on 60,000 WIKI events at batch 4,800,
+3,029,732,230 bytes in both. Each rank holds one such process, plus a base beyond its
+Buffers (binary, BLAS and MPI: 0.12 GiB measured for APAN on 2,000 WIKI events, where the
+Buffers' peak is 0.38 GiB)."""
 import json
-import math
-import os
-import re
 
 GIB = float(1 << 30)
+BASE_GIB = 0.25  # per process, beyond its Buffers
 
 
-def stream_shape(data, max_events):
-    """(events, nodes, edge features) of a depbloom-data folder or a JODIE-style CSV."""
-    if os.path.isdir(data):
-        meta = json.load(open(os.path.join(data, "meta.json")))
-        events, nodes, dim = meta["num_events"], meta["num_nodes"], meta["edge_dim"]
-    else:
-        events, top, dim = 0, 0, 0
-        with open(data) as f:
-            next(f)
-            for line in f:
-                cols = line.split(",")
-                events, top, dim = events + 1, max(top, int(cols[0]), int(cols[1])), len(cols) - 4
-        nodes = top + 1
-    return (min(events, max_events) if max_events > 0 else events), nodes, dim
+def plan_peak_bytes(path):
+    """`peak_bytes.host` of the plan line in a depbloom-train --plan output file."""
+    with open(path) as f:
+        for line in f:
+            if line.startswith('{"plan"'):
+                return json.loads(line)["plan"]["peak_bytes"]["host"]
+    raise ValueError(f"{path}: no plan line")
 
 
-def config_dims(config):
-    """(memory width, time width, mailbox slots, neighbours) from a model config's YAML."""
-    text = open(config).read()
-    grab = lambda key, default: max([int(v) for v in re.findall(rf"{key}:\s*(\d+)", text)] or [default])
-    neighbours = max([int(v) for v in re.findall(r"neighbor:\s*\n\s*-\s*(\d+)", text)] or [10])
-    return grab("dim_out", 100), grab("dim_time", 100), grab("mailbox_size", 1), neighbours
-
-
-def estimate_gib(data, config, ranks, batch, max_events):
-    """Every rank holds the whole stream, its neighbour index and the node state (memory
-    and its last-update time, mailbox), plus one step's saved activations and a process's
-    base (binary, BLAS and MPI buffers, taken as 0.25 GiB). An estimate from the shapes,
-    not checked against a measured peak."""
-    events, nodes, edge_dim = stream_shape(data, max_events)
-    mem, time_dim, mailbox, k = config_dims(config)
-    stream = events * (4 + 4 + 8 + 8 + 4 * edge_dim)
-    neighbour_index = 2 * events * (4 + 8 + 8)
-    node_state = 4 * nodes * (mem + mailbox * (2 * mem + edge_dim + time_dim) + 2)
-    rows = 3 * math.ceil(batch / ranks) * (k + 1)
-    activations = 12 * 4 * rows * (mem + edge_dim + time_dim + mem)
-    return ranks * (stream + neighbour_index + node_state + activations + 0.25 * GIB) / GIB
+def estimate_gib(plan_path, ranks):
+    """`ranks` processes, each the plan's one-device peak (at the rank's share of the batch)
+    and the base."""
+    return ranks * (plan_peak_bytes(plan_path) / GIB + BASE_GIB)

@@ -33,7 +33,8 @@
 #   --out-dir    default benchmarks/results;  --work: run folders, default runs/speedup
 #   --scale S    the synthetic shapes' depbloom-data synth --scale
 #   --profile    the cost model's GPU profile (default h200-nvlink, configs/devices/)
-#   --max-gib G  refuse runs whose estimated memory exceeds G GiB (default 20)
+#   --max-gib G  refuse runs whose estimated memory exceeds G GiB (default 20): P x (the
+#                Buffers of --plan's dry run at one rank's share + 0.25 GiB; run_memory.py)
 #   --model-only the plans and the cost model's columns, no training (seconds, not hours)
 #   --grid       instead of the four configurations: the operating point's grid at the
 #                largest of --ranks (default 8): depbloom-op with each rank's k x 600, k in
@@ -66,7 +67,7 @@ while [[ $# -gt 0 ]]; do
     --resume) resume=$(cd "$(absolute "$2")" && pwd) || exit 2; shift ;;
     --models | --datasets | --ranks | --epochs | --seeds | --scale | --profile | --max-gib)
       overrides+=("$1" "$2"); shift ;;
-    -h | --help) sed -n '2,41p' "$0"; exit 0 ;;
+    -h | --help) sed -n '2,46p' "$0"; exit 0 ;;
     *) echo "unknown option $1 (see --help)" >&2; exit 2 ;;
   esac
   shift
@@ -171,9 +172,15 @@ run() {
     record "$dataset" "$model" "$p" "$config" "$seed" "$threads" "$batch" "$dir" "not run (--model-only)"
     return
   fi
+  # Memory: the plan of one rank's share of the batch, whose dry run holds what a rank will.
   local gib
-  gib=$(report speedup estimate --data "$data" --config "configs/$model-wiki.yaml" --ranks "$p" \
-    --batch "$batch" --max-events "$max_events")
+  if ! "$train" "${base[@]}" --set "train.batch_size=$(((batch + p - 1) / p))" --plan \
+    >"$dir/memory-plan.json" 2>>"$dir/plan.log"; then
+    record "$dataset" "$model" "$p" "$config" "$seed" "$threads" "$batch" "$dir" \
+      "not available: the memory plan failed ($dir/plan.log)"
+    return
+  fi
+  gib=$(report speedup estimate --plan "$dir/memory-plan.json" --ranks "$p")
   if python3 -c "import sys; sys.exit(0 if float('$gib') > float('$max_gib') else 1)"; then
     log "$dataset $model P=$p $config: estimated $gib GiB > $max_gib GiB, refused"
     record "$dataset" "$model" "$p" "$config" "$seed" "$threads" "$batch" "$dir" "refused: estimated $gib GiB > $max_gib GiB"

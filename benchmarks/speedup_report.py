@@ -1,4 +1,5 @@
-"""speedup.sh's arithmetic. `estimate`: a run's memory in GiB, before it starts.
+"""speedup.sh's arithmetic. `estimate`: a run's memory in GiB, before it starts, from the
+plan of one rank's share (run_memory.py).
 `summarise`: the run folders of a manifest into speedup.json, .csv and .md (the time to
 single-device accuracy first, time_to_target.py; then epoch times and traffic), then every
 row checked against its run's metrics.jsonl and plan; exit 1 on a mismatch or a failed run.
@@ -362,10 +363,8 @@ def main():
     p = argparse.ArgumentParser(description=__doc__)
     sub = p.add_subparsers(dest="cmd", required=True)
     e = sub.add_parser("estimate")
-    for k in ("--data", "--config"):
-        e.add_argument(k, required=True)
-    for k in ("--ranks", "--batch", "--max-events"):
-        e.add_argument(k, type=int, required=True)
+    e.add_argument("--plan", required=True, help="--plan output at one rank's batch")
+    e.add_argument("--ranks", type=int, required=True)
     c = sub.add_parser("check", help="check speedup.csv and speedup.json's runs again")
     c.add_argument("--csv", required=True)
     c.add_argument("--json", required=True)
@@ -377,7 +376,7 @@ def main():
         s.add_argument(k, type=int, required=True)
     a = p.parse_args()
     if a.cmd == "estimate":
-        print(f"{estimate_gib(a.data, a.config, a.ranks, a.batch, a.max_events):.2f}")
+        print(f"{estimate_gib(a.plan, a.ranks):.2f}")
         return 0
     if a.cmd == "check":
         return report_check(a.csv, json.load(open(a.json))["runs"])

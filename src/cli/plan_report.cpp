@@ -164,6 +164,9 @@ void print_plan(train::Trainer& trainer, const train::TrainerConfig& tc, int ran
                static_cast<double>(flops.total()) / 1e9, ranks,
                static_cast<double>(flops.forward) / 1e9);
   plan["calls"] = plan_calls_json(trainer, wm);
+  // The dry run carves every step's arena tensors as the real one does (untouched, so it
+  // costs no memory): the Buffers' peak is what one device at this batch holds.
+  plan["peak_bytes"] = train::peak_bytes_json();
   if (profile) plan["model"] = model_json(work, wm, *profile);
   const json line = {{"plan", plan}};
   std::printf("%s\n", line.dump().c_str());
