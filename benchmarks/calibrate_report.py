@@ -15,6 +15,8 @@ import os
 import re
 import sys
 
+from gpu_bench_profile import step_curves_yaml
+
 RANKS = 2  # bench_comm runs under mpirun -np 2
 CHECK_RUNS = ("single", "strict2")  # calibrate.sh's check_run names, one per batch
 TOLERANCE = 0.20  # the check passes when every epoch is within 20%
@@ -57,7 +59,6 @@ all_gather:
 CURVES = """# Warm training steps: depbloom-train over the first {events} WIKI events, two epochs, the
 # second's median step wall time (the device lane of a step at that batch per rank; the
 # model interpolates in the batch and prices the other batches' steps from it).
-step_curves:
 """
 
 
@@ -115,12 +116,7 @@ def step_curves(bench_dir):
 
 
 def curves_text(curves, events):
-    if not curves:
-        return ""
-    return CURVES.format(events=events) + "".join(
-        f"  {model}:\n" + "".join(f"    - {{batch: {b}, device_seconds: {t:.6g}}}\n"
-                                  for b, t in points)
-        for model, points in sorted(curves.items()))
+    return CURVES.format(events=events) + step_curves_yaml(curves) if curves else ""
 
 
 def profile(bench_dir, out, threads, commit, host, events):

@@ -20,6 +20,7 @@ import sys
 
 import calibrate_report
 import gpu_bench
+import gpu_bench_profile
 
 TOLERANCE = 0.25  # issue 32: the model within 25% at the held-out batches
 
@@ -50,10 +51,7 @@ def write_profiles(profile, fit_points, out):
     with open(roofline) as f:
         text = f.read()
     text += "# The step curves fitted on the held-in batches only (gpu_bench_check.py).\n"
-    text += "step_curves:\n" + "".join(
-        f"  {model}:\n" + "".join(f"    - {{batch: {b}, device_seconds: {s:.6g}}}\n"
-                                  for b, s in points)
-        for model, points in sorted(fit_points.items()))
+    text += gpu_bench_profile.step_curves_yaml(fit_points)
     with open(fitted, "w") as f:
         f.write(text)
     return fitted, roofline

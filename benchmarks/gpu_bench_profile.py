@@ -119,6 +119,14 @@ def step_curves(bench):
     return {m: sorted(points) for m, points in out.items()}
 
 
+def step_curves_yaml(curves):
+    """A profile's `step_curves` block: model -> [(batch, seconds)], models sorted."""
+    return "step_curves:\n" + "".join(
+        f"  {model}:\n" + "".join(f"    - {{batch: {b}, device_seconds: {t:.6g}}}\n"
+                                  for b, t in points)
+        for model, points in sorted(curves.items()))
+
+
 def run_line(r):
     """One comment line on a training configuration's result."""
     cfg, name = r.get("config"), r["name"]
@@ -187,10 +195,7 @@ def profile_text(bench):
                         "to the next step's start, which once warm is the device's share "
                         "(an upper bound on gather..optimise: it holds the write-back's "
                         "device work and any host time the pipeline did not hide).")
-        text += "step_curves:\n"
-        for model, points in sorted(curves.items()):
-            text += f"  {model}:\n" + "".join(
-                f"    - {{batch: {b}, device_seconds: {s:.6g}}}\n" for b, s in points)
+        text += step_curves_yaml(curves)
     runs = [r for r in bench["records"] if r.get("config")]
     if runs:
         text += comment(f"{tag} every training configuration (stage times are the host's):")
