@@ -15,7 +15,8 @@ import os
 import re
 import sys
 
-from gpu_bench_profile import step_curves_yaml
+from gpu_bench import warm_epoch
+from gpu_bench_profile import step_curves_yaml, without_curves
 
 RANKS = 2  # bench_comm runs under mpirun -np 2
 CHECK_RUNS = ("single", "strict2")  # calibrate.sh's check_run names, one per batch
@@ -107,11 +108,9 @@ def step_curves(bench_dir):
     folder = os.path.join(bench_dir, "curve")
     for name in sorted(os.listdir(folder)) if os.path.isdir(folder) else []:
         found = re.fullmatch(r"(\w+)-b(\d+)", name)
-        if not found:
-            continue
-        with open(os.path.join(folder, name, "metrics.jsonl")) as f:
-            epochs = [json.loads(line) for line in f if '"stage_s"' in line]
-        out.setdefault(found[1], []).append((int(found[2]), epochs[-1]["step_s"]["median"]))
+        if found:
+            median = warm_epoch(os.path.join(folder, name))["step_s"]["median"]
+            out.setdefault(found[1], []).append((int(found[2]), median))
     return {m: sorted(points) for m, points in out.items()}
 
 
@@ -127,28 +126,6 @@ def profile(bench_dir, out, threads, commit, host, events):
     with open(out, "w") as f:
         f.write(text)
     print(text)
-
-
-def roofline(profile_path, out):
-    """The profile without its step curves (its roofline alone): drops the step_curves block
-    and the comment lines just above it."""
-    with open(profile_path) as f:
-        lines = f.read().splitlines(keepends=True)
-    kept, comments, skipping = [], [], False
-    for line in lines:
-        if line.startswith("step_curves:"):
-            skipping, comments = True, []
-            continue
-        if skipping and (line.startswith(" ") or not line.strip()):
-            continue
-        skipping = False
-        if line.startswith("#"):
-            comments.append(line)
-        else:
-            kept += comments + [line]
-            comments = []
-    with open(out, "w") as f:
-        f.write("".join(kept + comments))
 
 
 def check_run(runs, name):
@@ -202,7 +179,7 @@ def main(argv):
     if argv[:1] == ["profile"] and len(argv) == 7:
         profile(*argv[1:])
     elif argv[:1] == ["roofline"] and len(argv) == 3:
-        roofline(*argv[1:])
+        without_curves(*argv[1:])
     elif argv[:1] == ["check"] and len(argv) >= 5:
         check(*argv[1:])
     else:

@@ -18,7 +18,6 @@ import os
 import subprocess
 import sys
 
-import calibrate_report
 import gpu_bench
 import gpu_bench_profile
 
@@ -47,7 +46,7 @@ def write_profiles(profile, fit_points, out):
     OUT/roofline.yaml (the profile without curves); returns their paths."""
     roofline = os.path.join(out, "roofline.yaml")
     fitted = os.path.join(out, "fitted.yaml")
-    calibrate_report.roofline(profile, roofline)
+    gpu_bench_profile.without_curves(profile, roofline)
     with open(roofline) as f:
         text = f.read()
     text += "# The step curves fitted on the held-in batches only (gpu_bench_check.py).\n"

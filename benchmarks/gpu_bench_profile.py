@@ -127,6 +127,28 @@ def step_curves_yaml(curves):
         for model, points in sorted(curves.items()))
 
 
+def without_curves(profile_path, out):
+    """The profile without its step curves (its roofline alone): drops the step_curves block
+    and the comment lines just above it."""
+    with open(profile_path) as f:
+        lines = f.read().splitlines(keepends=True)
+    kept, comments, skipping = [], [], False
+    for line in lines:
+        if line.startswith("step_curves:"):
+            skipping, comments = True, []
+            continue
+        if skipping and (line.startswith(" ") or not line.strip()):
+            continue
+        skipping = False
+        if line.startswith("#"):
+            comments.append(line)
+        else:
+            kept += comments + [line]
+            comments = []
+    with open(out, "w") as f:
+        f.write("".join(kept + comments))
+
+
 def run_line(r):
     """One comment line on a training configuration's result."""
     cfg, name = r.get("config"), r["name"]

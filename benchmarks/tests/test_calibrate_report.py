@@ -7,6 +7,7 @@ import tempfile
 import unittest
 
 import calibrate_report as cr
+import gpu_bench_profile as gp
 from tests.fixtures import write_run
 
 
@@ -68,7 +69,7 @@ class CalibrateReportTest(unittest.TestCase):
             "    - {batch: 1000, device_seconds: 0.25}\n"))
         # The roofline alone: the same profile less the curves and their comment.
         roof = os.path.join(self.dir, "roofline.yaml")
-        cr.roofline(out, roof)
+        gp.without_curves(out, roof)
         with open(roof) as f:
             self.assertEqual(f.read(), text[:text.index("# Warm training steps")])
 
@@ -78,15 +79,6 @@ class CalibrateReportTest(unittest.TestCase):
             cr.profile(self.dir, out, "1", "abc", "host", "60000")
         with open(out) as f:
             self.assertNotIn("step_curves", f.read())
-
-    def test_roofline_keeps_keys_after_the_curves(self):
-        src, out = os.path.join(self.dir, "a.yaml"), os.path.join(self.dir, "b.yaml")
-        with open(src, "w") as f:
-            f.write("name: x\n# the curves\nstep_curves:\n  tgn:\n    - {batch: 1}\n"
-                    "\n# the link\nall_reduce:\n  latency_us: 1\n")
-        cr.roofline(src, out)
-        with open(out) as f:
-            self.assertEqual(f.read(), "name: x\n# the link\nall_reduce:\n  latency_us: 1\n")
 
     def test_check_run(self):
         write_run(f"{self.dir}/single", [

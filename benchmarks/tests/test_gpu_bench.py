@@ -166,6 +166,24 @@ class ProfileTest(unittest.TestCase):
         self.assertEqual(self.write(bench("cuda", failed))[0], "GEMM rate (f32)")
 
 
+class WithoutCurvesTest(unittest.TestCase):
+    def setUp(self):
+        self.tmp = tempfile.TemporaryDirectory()
+        self.dir = self.tmp.name
+
+    def tearDown(self):
+        self.tmp.cleanup()
+
+    def test_without_curves_keeps_keys_after_them(self):
+        src, out = os.path.join(self.dir, "a.yaml"), os.path.join(self.dir, "b.yaml")
+        with open(src, "w") as f:
+            f.write("name: x\n# the curves\nstep_curves:\n  tgn:\n    - {batch: 1}\n"
+                    "\n# the link\nall_reduce:\n  latency_us: 1\n")
+        gp.without_curves(src, out)
+        with open(out) as f:
+            self.assertEqual(f.read(), "name: x\n# the link\nall_reduce:\n  latency_us: 1\n")
+
+
 class LoopTest(unittest.TestCase):
     def test_a_spent_budget_still_writes_bench_json(self):
         with tempfile.TemporaryDirectory() as d:

@@ -88,15 +88,14 @@ json model_json(const costmodel::EpochWork& work, const costmodel::WorkModel& wm
   for (int i = 0; i < train::kStages; ++i)
     stages[train::stage_name(static_cast<train::Stage>(i))] =
         m.stages.seconds[static_cast<size_t>(i)];
-  const double launch_scale = costmodel::launch_scale(work, wm, profile);
   spdlog::info(
       "plan (modelled on {}): epoch {:.3f} s serial, {:.3f} s pipelined, bound by {}; "
       "collectives {:.3f} s; op calls as counted ({:.3f} x the layers' estimates)",
-      profile.name, m.serial, m.pipelined, train::stage_name(m.bound), m.collectives, launch_scale);
+      profile.name, m.serial, m.pipelined, train::stage_name(m.bound), m.collectives,
+      m.launch_scale);
   return {{"profile", profile.name},
           {"label", "modelled"},
-          {"launch_scale", launch_scale},  // counted op calls (launches) / the estimates'
-
+          {"launch_scale", m.launch_scale},  // counted op calls (launches) / the estimates'
           {"stages", stages},
           {"collectives", m.collectives},
           {"sync_wait", m.sync_wait},  // in the stages: the ranks' wait for the slowest

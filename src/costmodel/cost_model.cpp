@@ -28,8 +28,6 @@ const StepCurve* curve_for(const DeviceProfile& p, const WorkModel& wm) {
   return nullptr;
 }
 
-// Seconds of one rank's stages in a step; with a curve, the curve's stages scaled so that
-// they sum to its time at the step's batch (each keeps its roofline share).
 // The op calls of one stage other than uploads (at least its GEMM calls).
 int64_t launches(const StageWork& w) {
   int64_t gemm_calls = 0;
@@ -37,6 +35,18 @@ int64_t launches(const StageWork& w) {
   return gemm_calls + std::max<int64_t>(0, w.ops - gemm_calls - w.uploads);
 }
 
+// One GEMM shape's own seconds, its launches apart: the slower of its FLOPs and its
+// operands' bytes, per call.
+double gemm_work_seconds(const GemmShape& g, const DeviceProfile& p, int64_t value_bytes) {
+  const auto flops = static_cast<double>(gemm_flops(g.m, g.n, g.k));
+  const auto bytes = static_cast<double>(value_bytes * (g.m * g.k + g.k * g.n + g.m * g.n));
+  return static_cast<double>(g.count) *
+         std::max(div(flops, p.gemm_flops), div(bytes, p.memory_bandwidth));
+}
+
+// Seconds of one rank's stages in a step (every launch at `launch_factor` x the estimates);
+// with a curve, the curve's stages scaled so that they sum to its time at the step's batch
+// (each keeps its roofline share).
 StageTimes stage_seconds(const StepStageWork& work, const StepWork& step, const DeviceProfile& p,
                          int64_t value_bytes, const StepCurve* curve, double launch_factor) {
   StageTimes t;
@@ -44,9 +54,8 @@ StageTimes stage_seconds(const StepStageWork& work, const StepWork& step, const 
   for (int i = 0; i < kStages; ++i) {
     const auto stage = static_cast<Stage>(i);
     const StageWork& w = work[static_cast<size_t>(i)];
-    double s = 0;  // the GEMMs' own time, then every launch (the GEMMs' too) scaled
-    for (const GemmShape& g : w.gemms)
-      s += gemm_seconds(g, p, value_bytes) - static_cast<double>(g.count) * p.op_launch;
+    double s = 0;
+    for (const GemmShape& g : w.gemms) s += gemm_work_seconds(g, p, value_bytes);
     s += static_cast<double>(launches(w)) * launch_factor * p.op_launch +
          static_cast<double>(w.uploads) * upload;
     if (stage == Stage::sample) {
@@ -136,10 +145,7 @@ double link_call_seconds(const LinkCost& link, double bytes, double steps, doubl
 }
 
 double gemm_seconds(const GemmShape& g, const DeviceProfile& p, int64_t value_bytes) {
-  const auto count = static_cast<double>(g.count);
-  const auto flops = static_cast<double>(gemm_flops(g.m, g.n, g.k));
-  const auto bytes = static_cast<double>(value_bytes * (g.m * g.k + g.k * g.n + g.m * g.n));
-  return count * (std::max(div(flops, p.gemm_flops), div(bytes, p.memory_bandwidth)) + p.op_launch);
+  return gemm_work_seconds(g, p, value_bytes) + static_cast<double>(g.count) * p.op_launch;
 }
 
 double all_reduce_seconds(const dist::CommStats& comm, int ranks, const DeviceProfile& p,
@@ -211,7 +217,7 @@ CostPrediction predict_epoch(const EpochWork& work, const WorkModel& wm, const D
   out.collectives = (reduce + exchange) * static_cast<double>(work.steps);
   const double urgent_exchange = work.urgent_exchange_share * exchange;
   const StepCurve* curve = curve_for(p, wm);
-  const double scale = launch_scale(work, wm, p);
+  out.launch_scale = launch_scale(work, wm, p);
   // For the bound: seconds each lane (host, main, side) is the step's longest, and the main
   // lane's stages in those steps.
   std::array<double, 3> lanes{};
@@ -228,7 +234,7 @@ CostPrediction predict_epoch(const EpochWork& work, const WorkModel& wm, const D
       const StepFlops f = step_flops(stage_work);
       out.flops.forward += f.forward, out.flops.backward += f.backward;
       RankStep& rs = ranks[static_cast<size_t>(r)];
-      rs.t = stage_seconds(stage_work, sw, p, wm.value_bytes, curve, scale);
+      rs.t = stage_seconds(stage_work, sw, p, wm.value_bytes, curve, out.launch_scale);
       rs.total = 0;
       for (const double s : rs.t.seconds) rs.total += s;
       rs.urgent_share = sw.written_rows > 0 ? static_cast<double>(sw.urgent_rows) /

@@ -95,20 +95,20 @@ struct CostPrediction {
   // What bounds the pipelined epoch: sample when the host lane is longest over the epoch,
   // write_back when the side lane is, else the main lane's largest stage.
   train::Stage bound = train::Stage::sample;
-  StepFlops flops;  // GEMM FLOPs of the epoch over every rank
+  StepFlops flops;          // GEMM FLOPs of the epoch over every rank
+  double launch_scale = 1;  // the launches priced / the per-layer estimates' (launch_scale)
 };
 
 // GEMM FLOPs of the epoch, forward and backward, summed over every rank's steps.
 StepFlops epoch_flops(const EpochWork& work, const WorkModel& wm);
 
-// The epoch of `work` for the model `wm` on profile `p` (op calls scaled by launch_scale).
-// Every step ends in a collective, so
-// it lasts as long as its slowest rank: serial, the ranks' mean stages plus the wait for the
-// slowest (sync_wait), then the step's share of the all-reduce and the exchanges (spread
-// evenly over the steps). Pipelined: per rank three lanes overlap: the host plans the next
-// step; the main lane runs gather..backward, then the all-reduce beside the urgent
-// write-back, then Adam, then the urgent share of the exchange; the side lane runs the
-// deferred write-back and the rest of the exchange; the step takes the longest lane of any
+// The epoch of `work` for the model `wm` on profile `p`, its op calls scaled by launch_scale.
+// Every step ends in a collective, so it lasts as long as its slowest rank: serial, the
+// ranks' mean stages plus the wait for the slowest (sync_wait), then the step's share of the
+// all-reduce and the exchanges (spread evenly over the steps). Pipelined: per rank three lanes
+// overlap: the host plans the next step; the main lane runs gather..backward, then the all-reduce
+// beside the urgent write-back, then Adam, then the urgent share of the exchange; the side lane
+// runs the deferred write-back and the rest of the exchange; the step takes the longest lane of any
 // rank. Never longer than serial.
 CostPrediction predict_epoch(const EpochWork& work, const WorkModel& wm, const DeviceProfile& p);
 

@@ -165,6 +165,7 @@ TEST(CostTerms, CountedLaunchesScaleTheEstimates) {
   EXPECT_NEAR(launch_scale(w, wm, p), 2.0, 1e-12);
   const CostPrediction counted = predict_epoch(w, wm, p);
   EXPECT_NEAR(counted.serial, 2 * launches + uploads + planning, 1e-12);
+  EXPECT_NEAR(counted.launch_scale, 2.0, 1e-12);
   for (const Stage s : {Stage::gather, Stage::embed, Stage::backward, Stage::write_back})
     EXPECT_NEAR(counted.stages[s], 2 * estimated.stages[s], 1e-12) << static_cast<int>(s);
   p.host_to_device = 1e10;
