@@ -125,15 +125,17 @@ run() {
   local dir=$runs/$dataset-$model-p$p-$config-s$seed threads preset batch=$((p * 600))
   threads=$(rank_threads "$p")
   local kept=no
-  awk -F'\t' -v d="$dir" '$(NF - 1) == d && $NF == "exit 0" { f = 1 } END { exit !f }' \
-    "$manifest" && kept=yes
+  # Finished runs are matched by folder name, so a suite's folder can be moved (or committed
+  # and resumed on another machine).
+  awk -F'\t' -v d="${dir##*/}" '{ n = split($(NF - 1), a, "/") }
+    a[n] == d && $NF == "exit 0" { f = 1 } END { exit !f }' "$manifest" && kept=yes
   preset=$(preset_file "$model" "$dataset")
   local config_file=configs/$model-wiki.yaml
   local sets=(--set pipeline.enabled=true --set partition.window_steps=1
     --set "train.epoch=$(run_epochs "$model")" --set train.patience=0
     --set "data.max_events=$max_events" --set run.checkpoint=false --set run.progress=false)
   if [[ ! -e $preset ]]; then
-    record "$dataset" "$model" "$p" "$config" "$seed" "$threads" "$batch" "$dir" "not available: no $preset"
+    record "$dataset" "$model" "$p" "$config" "$seed" "$threads" "$batch" "${dir##*/}" "not available: no $preset"
     return
   fi
   local rule=(--set "train.lr_scaling=$(preset_key "$preset" lr_scaling none)"
@@ -164,33 +166,33 @@ run() {
   rm -rf "$dir"  # a cut-off run's metrics.jsonl would be appended to
   mkdir -p "$dir"
   if ! write_plans "$dir" "$p" "${base[@]}"; then
-    record "$dataset" "$model" "$p" "$config" "$seed" "$threads" "$batch" "$dir" \
+    record "$dataset" "$model" "$p" "$config" "$seed" "$threads" "$batch" "${dir##*/}" \
       "not available: $(cat "$dir/plan.log" "$dir/plan.json" | grep -m1 -i error | sed 's/.*\] //' | tr '\t' ' ')"
     return
   fi
   if [[ $model_only == yes ]]; then
-    record "$dataset" "$model" "$p" "$config" "$seed" "$threads" "$batch" "$dir" "not run (--model-only)"
+    record "$dataset" "$model" "$p" "$config" "$seed" "$threads" "$batch" "${dir##*/}" "not run (--model-only)"
     return
   fi
   # Memory: the plan of one rank's share of the batch, whose dry run holds what a rank will.
   local gib
   if ! "$train" "${base[@]}" --set "train.batch_size=$(((batch + p - 1) / p))" --plan \
     >"$dir/memory-plan.json" 2>>"$dir/plan.log"; then
-    record "$dataset" "$model" "$p" "$config" "$seed" "$threads" "$batch" "$dir" \
+    record "$dataset" "$model" "$p" "$config" "$seed" "$threads" "$batch" "${dir##*/}" \
       "not available: the memory plan failed ($dir/plan.log)"
     return
   fi
   gib=$(report speedup estimate --plan "$dir/memory-plan.json" --ranks "$p")
   if python3 -c "import sys; sys.exit(0 if float('$gib') > float('$max_gib') else 1)"; then
     log "$dataset $model P=$p $config: estimated $gib GiB > $max_gib GiB, refused"
-    record "$dataset" "$model" "$p" "$config" "$seed" "$threads" "$batch" "$dir" "refused: estimated $gib GiB > $max_gib GiB"
+    record "$dataset" "$model" "$p" "$config" "$seed" "$threads" "$batch" "${dir##*/}" "refused: estimated $gib GiB > $max_gib GiB"
     return
   fi
   local launch=()
   [[ $p -gt 1 ]] && launch=(--ranks "$p")
   log "$dataset $model P=$p $config (batch $batch) seed $seed ($threads threads/rank) into $dir"
   train_into "$dir" "${base[@]}" "${launch[@]}" --device cpu --threads "$threads" || rc=$?
-  record "$dataset" "$model" "$p" "$config" "$seed" "$threads" "$batch" "$dir" "exit $rc"
+  record "$dataset" "$model" "$p" "$config" "$seed" "$threads" "$batch" "${dir##*/}" "exit $rc"
 }
 
 start=$SECONDS

@@ -311,7 +311,11 @@ def summarise(a):
     lines = [dict(zip(cols, l.rstrip("\n").split("\t"))) for l in open(a.manifest) if l.strip()]
     # A resumed suite may list a run folder again: its last line holds.
     manifest = list({m["dir"]: m for m in lines}.values())
+    here = os.path.dirname(os.path.abspath(a.manifest))
     for m in manifest:
+        # Run folders are named relative to the manifest (older manifests hold absolute
+        # paths, which join leaves as they are), so a suite's folder can be moved.
+        m["dir"] = os.path.join(here, m["dir"])
         for k in ("p", "seed", "threads", "batch"):
             m[k] = int(m[k])
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
