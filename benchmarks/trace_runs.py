@@ -95,13 +95,25 @@ def lines_of(path, strip):
         return [without_timings(json.loads(s)) if strip else s for s in f]
 
 
-def same_lines(a, b, strip, added):
-    """Whether file b holds a's lines (b's added keys dropped; they go into `added`)."""
+def changed_keys(before, after, path=""):
+    """The dotted paths whose values differ between two parsed lines, at any depth."""
+    if isinstance(before, dict) and isinstance(after, dict):
+        out = set()
+        for k in before.keys() & after.keys():
+            out |= changed_keys(before[k], after[k], f"{path}.{k}" if path else k)
+        return out
+    return set() if before == after else {path or "(the line)"}
+
+
+def same_lines(a, b, strip, added, changed):
+    """Whether file b holds a's lines (b's added keys dropped; they go into `added`, and the
+    keys whose values differ into `changed`)."""
     old, new = lines_of(a, strip), lines_of(b, strip)
     if not strip or len(old) != len(new):
         return old == new
     for x, y in zip(old, new):
         added |= added_keys(y, x)
+        changed |= changed_keys(x, y)
     return old == [common_part(y, x) for x, y in zip(old, new)]
 
 
@@ -117,8 +129,10 @@ def differences(before, after, added=None):
             a = os.path.join(root, name)
             b = os.path.join(after, os.path.relpath(a, before))
             strip = name != "steps.jsonl"
-            if not os.path.exists(b) or not same_lines(a, b, strip, added):
-                out.append(os.path.relpath(a, before))
+            changed = set()
+            if not os.path.exists(b) or not same_lines(a, b, strip, added, changed):
+                keys = f" ({', '.join(sorted(changed)[:6])})" if changed else ""
+                out.append(os.path.relpath(a, before) + keys)
     return sorted(out)
 
 

@@ -114,6 +114,28 @@ __global__ void act_backward_kernel(float* dx, const float* dy, const float* y, 
     dx[i] = act_grad<kAct>(dy[i], y[i], slope);
 }
 
+__global__ void add_blocks_relu_forward_kernel(float* y, const float* src, int64_t n,
+                                               int64_t block) {
+  for (int64_t i = global_thread(); i < n; i += grid_threads()) {
+    const float v = y[i] + src[i % block];
+    y[i] = v > 0.0f ? v : 0.0f;
+  }
+}
+
+// One thread per element of dsrc walks the blocks in order, as the CPU does.
+__global__ void add_blocks_relu_backward_kernel(float* dsrc, float* dy, const float* y, int64_t n,
+                                                int64_t block) {
+  for (int64_t i = global_thread(); i < block; i += grid_threads()) {
+    float sum = 0.0f;
+    for (int64_t j = i; j < n; j += block) {
+      const float g = y[j] > 0.0f ? dy[j] : 0.0f;
+      dy[j] = g;
+      sum = j == i ? g : sum + g;
+    }
+    dsrc[i] = sum;
+  }
+}
+
 // Calls fn(std::integral_constant<ActKind, act>{}), so that the kernels get the activation
 // as a template argument (no switch per element).
 template <class Fn>
@@ -250,6 +272,20 @@ cudaError_t act_backward(ActKind act, float* dx, const float* dy, const float* y
         <<<grid_for(n), kBlock, 0, stream>>>(dx, dy, y, n, slope);
     return cudaGetLastError();
   });
+}
+
+cudaError_t add_blocks_relu_forward(float* y, const float* src, int64_t n, int64_t block,
+                                    cudaStream_t stream) {
+  if (n <= 0) return cudaSuccess;
+  add_blocks_relu_forward_kernel<<<grid_for(n), kBlock, 0, stream>>>(y, src, n, block);
+  return cudaGetLastError();
+}
+
+cudaError_t add_blocks_relu_backward(float* dsrc, float* dy, const float* y, int64_t n,
+                                     int64_t block, cudaStream_t stream) {
+  if (block <= 0) return cudaSuccess;
+  add_blocks_relu_backward_kernel<<<grid_for(block), kBlock, 0, stream>>>(dsrc, dy, y, n, block);
+  return cudaGetLastError();
 }
 
 cudaError_t dropout_forward(float* y, uint8_t* keep, const float* x, int64_t n, int64_t row_size,

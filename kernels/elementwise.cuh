@@ -38,6 +38,12 @@ cudaError_t act_forward(ActKind act, float* y, const float* x, int64_t n, float 
                         cudaStream_t stream);
 cudaError_t act_backward(ActKind act, float* dx, const float* dy, const float* y, int64_t n,
                          float slope, cudaStream_t stream);
+// y [n / block elements of blocks] = relu(y + src) with src [block] added to every block (in
+// place); dy *= (y > 0) in place and dsrc [block] = the sum of dy's blocks in block order.
+cudaError_t add_blocks_relu_forward(float* y, const float* src, int64_t n, int64_t block,
+                                    cudaStream_t stream);
+cudaError_t add_blocks_relu_backward(float* dsrc, float* dy, const float* y, int64_t n,
+                                     int64_t block, cudaStream_t stream);
 
 // keep[e] = uniform_float(philox_u32(key, row(e / row_size), e % row_size)) >= p,
 // y[e] = keep ? x[e] * inv_keep : 0 with inv_keep = 1 / (1 - p); row(r) = row_ids[r], or

@@ -37,7 +37,12 @@ class TraceRunsTest(unittest.TestCase):
         write(f"{self.a}/run/steps.jsonl", ['{"loss": 1.0}\n'])
         write(f"{self.b}/run/steps.jsonl", ['{"loss": 1.00}\n'])
         self.assertEqual(tr.differences(self.a, self.b),
-                         ["run/metrics.jsonl", "run/steps.jsonl"])
+                         ["run/metrics.jsonl (ap)", "run/steps.jsonl"])
+
+    def test_the_changed_keys_are_named(self):
+        write(f"{self.a}/run/metrics.jsonl", ['{"ap": 0.9, "calls": {"ops": 9, "gemm": 2}}\n'])
+        write(f"{self.b}/run/metrics.jsonl", ['{"ap": 0.9, "calls": {"ops": 7, "gemm": 2}}\n'])
+        self.assertEqual(tr.differences(self.a, self.b), ["run/metrics.jsonl (calls.ops)"])
 
     def test_a_missing_file_is_a_difference(self):
         write(f"{self.a}/plan_strict_2.json", ['{"plan": {}}\n'])

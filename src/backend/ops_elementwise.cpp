@@ -23,6 +23,37 @@ void act_backward(Act act, const Tensor& dx, const Tensor& dy, const Tensor& y, 
   DB_DISPATCH_OP(act_backward, y.device(), y.dtype(), act, dx, dy, y, slope);
 }
 
+namespace {
+
+// y [n*B, D] against src [B, D]: n whole blocks of src's rows.
+void check_blocks(const char* op, const char* name, const Tensor& y, const Tensor& src) {
+  DB_ASSERT(y.rank() == 2 && src.rank() == 2 && y.dim(1) == src.dim(1) && src.dim(0) > 0 &&
+                y.dim(0) % src.dim(0) == 0,
+            "{}: {} {} must be whole blocks of [{}, {}] rows", op, name, y.str(),
+            src.rank() == 2 ? src.dim(0) : -1, src.rank() == 2 ? src.dim(1) : -1);
+}
+
+}  // namespace
+
+void add_blocks_relu_forward(const Tensor& y, const Tensor& src) {
+  const char* op = "add_blocks_relu_forward";
+  detail::common_device(op, y, src);
+  detail::require_float(op, "y", y);
+  detail::require_same_dtype(op, "src", src, "y", y);
+  check_blocks(op, "y", y, src);
+  DB_DISPATCH_OP(add_blocks_relu_forward, y.device(), y.dtype(), y, src);
+}
+
+void add_blocks_relu_backward(const Tensor& dsrc, const Tensor& dy, const Tensor& y) {
+  const char* op = "add_blocks_relu_backward";
+  detail::common_device(op, dsrc, dy, y);
+  detail::require_float(op, "y", y);
+  detail::require_like(op, "dy", dy, "y", y);
+  detail::require_same_dtype(op, "dsrc", dsrc, "y", y);
+  check_blocks(op, "y", y, dsrc);
+  DB_DISPATCH_OP(add_blocks_relu_backward, y.device(), y.dtype(), dsrc, dy, y);
+}
+
 void dropout_forward(const Tensor& y, const Tensor& keep, const Tensor& x, double p,
                      const RngKey& key, const DropoutRows& rows) {
   const char* op = "dropout_forward";

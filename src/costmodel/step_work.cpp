@@ -166,7 +166,7 @@ void predictor(Sink& s, const model::TgnnConfig& c, int64_t batch, int64_t pairs
   const double io = static_cast<double>(pairs * dim * 8 + batch * dim * 2 + pairs * 6);
   s.fwd.bytes += vb * io;
   s.bwd.bytes += 2 * vb * io;
-  s.fwd.ops += 12, s.bwd.ops += 12;
+  s.fwd.ops += 10, s.bwd.ops += 10;
 }
 
 }  // namespace

@@ -24,9 +24,7 @@ void LinkPredictor::forward(const Tensor& logits, LinkPredictorContext& ctx, con
   src_fc_.forward(src_part, ctx.src_fc, h_src);
   ctx.hidden = arena.alloc(dtype, Shape(pairs, dim_));
   dst_fc_.forward(ctx.hidden, ctx.dst_fc, h_dst);
-  for (int64_t block = 0; block < pairs / batch; ++block)
-    ops::axpy(ctx.hidden.rows(block * batch, (block + 1) * batch), 1.0, src_part);
-  ops::act_forward(ops::Act::relu, ctx.hidden, ctx.hidden);
+  ops::add_blocks_relu_forward(ctx.hidden, src_part);
   out_fc_.forward(logits.reshape(Shape(pairs, 1)), ctx.out_fc, ctx.hidden);
   ctx.batch = batch;
 }
@@ -38,13 +36,10 @@ void LinkPredictor::backward(const Tensor& d_src, const Tensor& d_dst, const Ten
   const DType dtype = ctx.hidden.dtype();
   Tensor d_hidden = arena.alloc(dtype, Shape(pairs, dim_));
   out_fc_.backward(d_hidden, d_logits.reshape(Shape(pairs, 1)), ctx.out_fc);
-  ops::act_backward(ops::Act::relu, d_hidden, d_hidden, ctx.hidden);
-  dst_fc_.backward(d_dst, d_hidden, ctx.dst_fc);
   // The source projection fed every block: its gradient is the sum over blocks.
   Tensor d_src_part = arena.alloc(dtype, Shape(batch, dim_));
-  ops::copy(d_src_part, d_hidden.rows(0, batch));
-  for (int64_t block = 1; block < pairs / batch; ++block)
-    ops::axpy(d_src_part, 1.0, d_hidden.rows(block * batch, (block + 1) * batch));
+  ops::add_blocks_relu_backward(d_src_part, d_hidden, ctx.hidden);
+  dst_fc_.backward(d_dst, d_hidden, ctx.dst_fc);
   src_fc_.backward(d_src, d_src_part, ctx.src_fc);
 }
 

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <array>
+#include <tuple>
 
 #include "gpu/gpu_test_util.h"
 
@@ -143,6 +144,25 @@ TEST_F(GpuDense, Activations) {
       ops::act_forward(act, x.gpu, x.gpu, slope);
       EXPECT_TRUE(x.matches());
     }
+}
+
+// The link predictor's fused hidden layer: the same additions in the same order as the CPU.
+TEST_F(GpuDense, AddBlocksRelu) {
+  Rand rng(3010);
+  for (auto [blocks, rows, cols] :
+       {std::tuple<int64_t, int64_t, int64_t>{1, 1, 1}, {2, 7, 33}, {3, 600, 100}}) {
+    SCOPED_TRACE(testing::Message() << blocks << " blocks of " << rows << " x " << cols);
+    const Shape ys(blocks * rows, cols), ss(rows, cols);
+    F y(ys, rng.vec(ys.numel(), -2.0, 2.0)), src(ss, rng.vec(ss.numel(), -2.0, 2.0));
+    ops::add_blocks_relu_forward(y.cpu, src.cpu);
+    ops::add_blocks_relu_forward(y.gpu, src.gpu);
+    EXPECT_TRUE(y.matches_bitwise());
+    F dy(ys, rng.vec(ys.numel())), dsrc = F::nan(ss);
+    ops::add_blocks_relu_backward(dsrc.cpu, dy.cpu, y.cpu);
+    ops::add_blocks_relu_backward(dsrc.gpu, dy.gpu, y.gpu);
+    EXPECT_TRUE(dy.matches_bitwise());
+    EXPECT_TRUE(dsrc.matches_bitwise());
+  }
 }
 
 TEST_F(GpuDense, RnnAndGruCells) {

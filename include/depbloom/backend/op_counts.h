@@ -16,6 +16,7 @@ namespace depbloom::backend {
 // clang-format off
 #define DEPBLOOM_OP_KINDS(X)                                                                 \
   X(gemm) X(gemm_batched) X(gemm_bias) X(affine_grad) X(bias_add) X(bias_grad) X(act_forward) X(act_backward)           \
+  X(add_blocks_relu_forward) X(add_blocks_relu_backward)                                   \
   X(gru_cell_forward) X(gru_cell_backward) X(rnn_cell_forward) X(rnn_cell_backward)         \
   X(time_encode_forward) X(time_encode_backward)                                            \
   X(masked_softmax_forward) X(masked_softmax_backward)                                      \

@@ -82,6 +82,43 @@ void act_backward(Act act, const Tensor& dx, const Tensor& dy, const Tensor& y, 
   });
 }
 
+void add_blocks_relu_forward(const Tensor& y, const Tensor& src) {
+  const int64_t block = src.numel();
+  visit_float(y.dtype(), [&](auto zero) {
+    using T = decltype(zero);
+    T* py = y.data<T>();
+    const T* DB_RESTRICT ps = src.data<T>();
+    for (int64_t b = 0; b < y.numel(); b += block) {
+      T* DB_RESTRICT pb = py + b;
+      map_elements(block, kCheapCost, [&](int64_t i) {
+        const T v = pb[i] + ps[i];
+        pb[i] = v > T(0) ? v : T(0);
+      });
+    }
+  });
+}
+
+// Per element of dsrc the blocks are added in order 0, 1, ..., as copy + axpy did.
+void add_blocks_relu_backward(const Tensor& dsrc, const Tensor& dy, const Tensor& y) {
+  const int64_t block = dsrc.numel(), blocks = y.numel() / block;
+  visit_float(y.dtype(), [&](auto zero) {
+    using T = decltype(zero);
+    T* DB_RESTRICT pdy = dy.data<T>();
+    const T* DB_RESTRICT py = y.data<T>();
+    T* DB_RESTRICT pds = dsrc.data<T>();
+    map_elements(block, kCheapCost * blocks, [&](int64_t i) {
+      T sum = T(0);
+      for (int64_t b = 0; b < blocks; ++b) {
+        const int64_t j = b * block + i;
+        const T g = py[j] > T(0) ? pdy[j] : T(0);
+        pdy[j] = g;
+        sum = b == 0 ? g : sum + g;
+      }
+      pds[i] = sum;
+    });
+  });
+}
+
 void dropout_forward(const Tensor& y, const Tensor& keep, const Tensor& x, double p,
                      const RngKey& key, const DropoutRows& rows_of) {
   const int64_t n = x.numel();

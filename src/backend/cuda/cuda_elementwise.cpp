@@ -132,6 +132,18 @@ void act_backward(Act act, const Tensor& dx, const Tensor& dy, const Tensor& y, 
                                       stream));
 }
 
+void add_blocks_relu_forward(const Tensor& y, const Tensor& src) {
+  cudaStream_t stream = backend::enter_device(device_of(y));
+  DB_CHECK_CUDA(kernels::add_blocks_relu_forward(y.data<float>(), src.data<float>(), y.numel(),
+                                                 src.numel(), stream));
+}
+
+void add_blocks_relu_backward(const Tensor& dsrc, const Tensor& dy, const Tensor& y) {
+  cudaStream_t stream = backend::enter_device(device_of(y));
+  DB_CHECK_CUDA(kernels::add_blocks_relu_backward(
+      dsrc.data<float>(), dy.data<float>(), y.data<float>(), y.numel(), dsrc.numel(), stream));
+}
+
 void gru_cell_forward(const Tensor& h_new, const Tensor& gates, const Tensor& gx, const Tensor& gh,
                       const Tensor& h) {
   cudaStream_t stream = backend::enter_device(device_of(h_new));
