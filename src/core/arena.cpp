@@ -24,12 +24,17 @@ void Arena::add_chunk(size_t bytes) {
 
 void* Arena::alloc_bytes(size_t bytes) {
   size_t need = align_up(std::max<size_t>(bytes, 1));
-  // The current chunk, else the next kept one with room (a skipped tail waits for the next
-  // step), else a new chunk of half the capacity so far: geometric growth, and memory
-  // already touched is never given back and faulted in again.
-  while (current_ < chunks_.size() &&
-         chunks_[current_].used + need > chunks_[current_].buffer.bytes())
-    ++current_;
+  // The current chunk, else the first kept one with room (an earlier chunk's tail too, so
+  // a large tensor skipping a tail leaves it to the smaller ones after it), else a new chunk
+  // of half the capacity so far: geometric growth, and memory already touched is never
+  // given back and faulted in again.
+  if (current_ == chunks_.size() ||
+      chunks_[current_].used + need > chunks_[current_].buffer.bytes()) {
+    current_ = 0;
+    while (current_ < chunks_.size() &&
+           chunks_[current_].used + need > chunks_[current_].buffer.bytes())
+      ++current_;
+  }
   if (current_ == chunks_.size()) add_chunk(std::max({need, capacity_ / 2, size_t{1} << 20}));
   Chunk& c = chunks_[current_];
   void* p = static_cast<char*>(c.buffer.data()) + c.used;

@@ -1,7 +1,8 @@
 // Per-step bump allocator: tensors for activations and backward contexts are carved from
 // it during a step and all released at once by reset(). After a warm-up step it allocates
-// nothing: an overflow adds a chunk of half the capacity so far (or more), and reset() keeps
-// every chunk for the next step, which carves them in order. Nothing is freed and allocated
+// nothing: a tensor goes into the first chunk with room for it (an earlier chunk's tail
+// too), an overflow adds a chunk of half the capacity so far (or more), and reset() keeps
+// every chunk for the next step. Nothing is freed and allocated
 // again, so memory is faulted in once, not at every new high-water mark (merging the chunks
 // into one bigger block would touch gigabytes afresh on a large refined step). A host arena
 // may be pinned; a device arena may name the pinned host arena that stages its uploads

@@ -53,6 +53,21 @@ TEST(Arena, ResetReusesTheSameMemory) {
   EXPECT_EQ(a.system_allocations(), 1);
 }
 
+// A large tensor that skips a chunk's tail leaves it to the smaller ones after it, so the
+// order of a step's allocations costs no chunk of its own.
+TEST(Arena, ASkippedTailIsUsedByLaterSmallerTensors) {
+  Arena a(Device::cpu(), 1 << 20);
+  char* first = static_cast<char*>(a.alloc_bytes(768 << 10));
+  // Past the first chunk's 256 KiB tail: a new chunk of 1 MiB, which two of them fill.
+  a.alloc_bytes(512 << 10);
+  a.alloc_bytes(512 << 10);
+  EXPECT_EQ(a.system_allocations(), 2);
+  char* small = static_cast<char*>(a.alloc_bytes(128 << 10));
+  EXPECT_EQ(small, first + (768 << 10)) << "the small tensor goes into the skipped tail";
+  EXPECT_EQ(a.system_allocations(), 2);
+  EXPECT_TRUE(a.owns(small));
+}
+
 TEST(Arena, OverflowChunksAreKeptAndReusedInOrder) {
   Arena a(Device::cpu(), 1024);
   EXPECT_EQ(a.system_allocations(), 1);
