@@ -6,6 +6,7 @@
 #include <type_traits>
 
 #include "detail/launch.cuh"
+#include "detail/time_code.cuh"
 
 namespace depbloom::kernels {
 namespace {
@@ -176,15 +177,13 @@ __global__ void dropout_backward_kernel(float* dx, const float* dy, const uint8_
     dx[i] = keep[i] != 0 ? dy[i] * inv_keep : 0.0f;
 }
 
-// The phase is rounded exactly as the CPU's `dt * w + b` (a product, then a sum): a fused
-// multiply-add would round once, and for large dt * w the cosine of the two differs visibly.
 template <class I>
 __global__ void time_encode_forward_kernel(float* out, const float* dt, const float* w,
                                            const float* b, I n, I dims) {
   for (I i = static_cast<I>(global_thread()); i < n; i += static_cast<I>(grid_threads())) {
     const I r = i / dims;
     const I d = i - r * dims;
-    out[i] = cosf(__fadd_rn(__fmul_rn(dt[r], w[d]), b[d]));
+    out[i] = detail::time_code(dt[r], w[d], b[d]);
   }
 }
 

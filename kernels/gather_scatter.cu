@@ -7,6 +7,7 @@
 
 #include "detail/index_fault.cuh"
 #include "detail/launch.cuh"
+#include "detail/time_code.cuh"
 
 namespace depbloom::kernels {
 namespace {
@@ -104,6 +105,54 @@ __global__ void concat_kernel(float* whole, int64_t rows, int64_t total_width, P
   }
 }
 
+// concat_kernel's blocks, and one more column of blocks (blockIdx.y == count) for the time
+// encoding in the columns after the parts.
+struct TimeCode {
+  const float* dt;  // null: zero deltas
+  const float* w;
+  const float* b;
+  int64_t offset, dims;
+};
+
+__global__ void concat_time_encode_kernel(float* whole, int64_t rows, int64_t total_width,
+                                          PartList list, int count, TimeCode code) {
+  if (static_cast<int>(blockIdx.y) < count) {
+    const ColumnPart p = list.part[blockIdx.y];
+    for (int64_t r = first_row(); r < rows; r += row_stride()) {
+      const float* s = p.data + r * p.width;
+      float* d = whole + r * total_width + p.offset;
+      for (int64_t c = threadIdx.x; c < p.width; c += kWarp) d[c] = s[c];
+    }
+    return;
+  }
+  for (int64_t r = first_row(); r < rows; r += row_stride()) {
+    const float t = code.dt == nullptr ? 0.0f : code.dt[r];
+    float* d = whole + r * total_width + code.offset;
+    for (int64_t c = threadIdx.x; c < code.dims; c += kWarp)
+      d[c] = detail::time_code(t, code.w[c], code.b[c]);
+  }
+}
+
+struct GatherList {
+  GatherColumns part[kMaxGatherParts];
+};
+
+__global__ void gather_cols_kernel(float* out, int64_t rows, int64_t total_width, GatherList list,
+                                   IndexFault* fault) {
+  const GatherColumns p = list.part[blockIdx.y];
+  for (int64_t r = first_row(); r < rows; r += row_stride()) {
+    const int64_t row = p.wide ? static_cast<const int64_t*>(p.idx)[r]
+                               : static_cast<int64_t>(static_cast<const int32_t*>(p.idx)[r]);
+    float* o = out + r * total_width + p.offset;
+    if (row < 0 || past_table(fault, kGatherCols, row, p.src_rows)) {
+      for (int64_t c = threadIdx.x; c < p.width; c += kWarp) o[c] = 0.0f;
+    } else {
+      const float* s = p.src + row * p.width;
+      for (int64_t c = threadIdx.x; c < p.width; c += kWarp) o[c] = s[c];
+    }
+  }
+}
+
 __global__ void split_kernel(PartList list, const float* whole, int64_t rows, int64_t total_width) {
   const ColumnPart p = list.part[blockIdx.y];
   for (int64_t r = first_row(); r < rows; r += row_stride()) {
@@ -191,6 +240,31 @@ cudaError_t concat_cols(float* whole, int64_t rows, int64_t total_width, const C
   if (rows <= 0 || count == 0) return cudaSuccess;
   const dim3 grid(grid_for(rows, kRowsPerBlock), static_cast<unsigned>(count));
   concat_kernel<<<grid, kRowBlock, 0, stream>>>(whole, rows, total_width, list);
+  return cudaGetLastError();
+}
+
+cudaError_t concat_cols_time_encode(float* whole, int64_t rows, int64_t total_width,
+                                    const ColumnPart* parts, int count, const float* dt,
+                                    const float* w, const float* b, cudaStream_t stream) {
+  PartList list;
+  if (!fill_part_list(list, parts, count)) return cudaErrorInvalidValue;
+  const int64_t offset = count == 0 ? 0 : parts[count - 1].offset + parts[count - 1].width;
+  if (rows <= 0 || offset >= total_width) return cudaSuccess;
+  const TimeCode code{dt, w, b, offset, total_width - offset};
+  const dim3 grid(grid_for(rows, kRowsPerBlock), static_cast<unsigned>(count + 1));
+  concat_time_encode_kernel<<<grid, kRowBlock, 0, stream>>>(whole, rows, total_width, list, count,
+                                                            code);
+  return cudaGetLastError();
+}
+
+cudaError_t gather_cols(float* out, int64_t rows, int64_t total_width, const GatherColumns* parts,
+                        int count, IndexFault* fault, cudaStream_t stream) {
+  if (count < 1 || count > kMaxGatherParts) return cudaErrorInvalidValue;
+  if (rows <= 0) return cudaSuccess;
+  GatherList list{};
+  for (int i = 0; i < count; ++i) list.part[i] = parts[i];
+  const dim3 grid(grid_for(rows, kRowsPerBlock), static_cast<unsigned>(count));
+  gather_cols_kernel<<<grid, kRowBlock, 0, stream>>>(out, rows, total_width, list, fault);
   return cudaGetLastError();
 }
 

@@ -12,7 +12,13 @@
 namespace depbloom::kernels {
 
 // The ops whose kernels check their indices, as IndexFault::op numbers them.
-enum IndexOp : int { kNoFault = 0, kGatherRows = 1, kScatterAddRows = 2, kScatterRows = 3 };
+enum IndexOp : int {
+  kNoFault = 0,
+  kGatherRows = 1,
+  kScatterAddRows = 2,
+  kScatterRows = 3,
+  kGatherCols = 4
+};
 
 // Device memory where kernels record the first index >= the table's rows they meet: the op,
 // the index and the rows. The host reads it at its next wait (the kernels cannot throw), so
@@ -81,6 +87,27 @@ constexpr int kMaxColumnParts = 8;  // parts per launch; callers loop for more
 // whole[:, offset:offset+width] = part, for `count` <= kMaxColumnParts parts.
 cudaError_t concat_cols(float* whole, int64_t rows, int64_t total_width, const ColumnPart* parts,
                         int count, cudaStream_t stream);
+// whole [rows, total_width] = [parts... || cos(dt w + b)] with the encoding's dims = total_width
+// minus the parts' widths; dt null stands for zero deltas.
+cudaError_t concat_cols_time_encode(float* whole, int64_t rows, int64_t total_width,
+                                    const ColumnPart* parts, int count, const float* dt,
+                                    const float* w, const float* b, cudaStream_t stream);
+// One table of gather_cols: rows of src [src_rows, width] picked by idx (int32, or int64 when
+// wide), written at column `offset` of the output.
+struct GatherColumns {
+  const float* src;
+  const void* idx;
+  bool wide;
+  int64_t width;
+  int64_t offset;
+  int64_t src_rows;
+};
+constexpr int kMaxGatherParts = 4;  // tables per launch (the op takes no more)
+
+// out [rows, total_width]: each table's rows side by side (a negative index gives zeros; an
+// index >= src_rows too, recorded in `fault`).
+cudaError_t gather_cols(float* out, int64_t rows, int64_t total_width, const GatherColumns* parts,
+                        int count, IndexFault* fault, cudaStream_t stream);
 // part = whole[:, offset:offset+width].
 cudaError_t split_cols(const ColumnPart* parts, int count, const float* whole, int64_t rows,
                        int64_t total_width, cudaStream_t stream);

@@ -21,6 +21,9 @@ void check_row_index(const char* op, const char* rows_name, const Tensor& rows,
             rows_name, rows.str(), table_name, table.str());
 }
 
+// gather_cols's tables: one CUDA launch takes them all (kernels::kMaxGatherParts).
+constexpr size_t kMaxGatherParts = 4;
+
 // Parts [R, Wi] (1-D parts count as [R, 1]) against the whole [R, sum Wi].
 void check_column_parts(const char* op, std::initializer_list<Tensor> parts, const Tensor& whole) {
   detail::require_defined(op, "the concatenated tensor", whole);
@@ -71,6 +74,25 @@ void concat_cols(const Tensor& out, std::initializer_list<Tensor> parts) {
   const char* op = "concat_cols";
   check_column_parts(op, parts, out);
   DB_DISPATCH_OP(concat_cols, out.device(), out.dtype(), out, parts);
+}
+
+void gather_cols(const Tensor& out, std::initializer_list<GatherPart> parts) {
+  const char* op = "gather_cols";
+  detail::require_defined(op, "out", out);
+  detail::require_rank(op, "out", out, 2);
+  DB_ASSERT(parts.size() >= 1 && parts.size() <= kMaxGatherParts,
+            "{}: {} tables, 1 to {} are taken", op, parts.size(), kMaxGatherParts);
+  int64_t width = 0;
+  for (const GatherPart& p : parts) {
+    detail::common_device(op, out, p.src, p.idx);
+    detail::require_rank(op, "a table", p.src, 2);
+    check_row_index(op, "out", out.cols(0, p.src.dim(1)), "a table", p.src, p.idx);
+    detail::require_packed(op, p.src, p.idx);
+    width += p.src.dim(1);
+  }
+  DB_ASSERT(width == out.dim(1), "{}: the tables' rows add up to {} columns but {} has {}", op,
+            width, out.str(), out.dim(1));
+  DB_DISPATCH_OP(gather_cols, out.device(), out.dtype(), out, parts);
 }
 
 void split_cols(std::initializer_list<Tensor> parts, const Tensor& in) {

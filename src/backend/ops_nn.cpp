@@ -59,12 +59,18 @@ void rnn_cell_backward(const Tensor& d_pre, const Tensor& dh_new, const Tensor& 
 }
 
 namespace {
+// concat_cols_time_encode's parts: one CUDA launch takes them all (kernels::kMaxColumnParts).
+constexpr size_t kMaxTimeEncodeParts = 8;
+
 void check_time_encode(const char* op, const Tensor& out, const Tensor& dt, const Tensor& w,
                        const Tensor& b) {
   detail::require_float(op, "out", out);
   detail::require_rank(op, "out", out, 2);
   const int64_t rows = out.dim(0), dims = out.dim(1);
-  detail::require_vector(op, "dt", dt, rows, "out", out);
+  if (dt.raw() != nullptr) {  // Tensor{}: zero deltas
+    detail::common_device(op, out, dt);
+    detail::require_vector(op, "dt", dt, rows, "out", out);
+  }
   detail::require_vector(op, "w", w, dims, "out", out);
   detail::require_vector(op, "b", b, dims, "out", out);
 }
@@ -77,10 +83,33 @@ void time_encode_forward(const Tensor& out, const Tensor& dt, const Tensor& w, c
   DB_DISPATCH_OP(time_encode_forward, out.device(), out.dtype(), out, dt, w, b);
 }
 
+void concat_cols_time_encode(const Tensor& out, std::initializer_list<Tensor> parts,
+                             const Tensor& dt, const Tensor& w, const Tensor& b) {
+  const char* op = "concat_cols_time_encode";
+  detail::common_device(op, out, w, b);
+  detail::require_float(op, "out", out);
+  detail::require_rank(op, "out", out, 2);
+  DB_ASSERT(parts.size() <= kMaxTimeEncodeParts, "{}: {} parts, at most {}", op, parts.size(),
+            kMaxTimeEncodeParts);
+  int64_t width = 0;
+  for (const Tensor& part : parts) {
+    detail::common_device(op, out, part);
+    detail::require_same_dtype(op, "a part", part, "out", out);
+    DB_ASSERT((part.rank() == 1 || part.rank() == 2) && part.dim(0) == out.dim(0),
+              "{}: part {} does not match the rows of {}", op, part.str(), out.str());
+    width += part.rank() == 1 ? 1 : part.dim(1);
+  }
+  DB_ASSERT(width < out.dim(1),
+            "{}: the parts take {} of the {} columns of {}: none are left for the time encoding",
+            op, width, out.dim(1), out.str());
+  check_time_encode(op, out.cols(width, out.dim(1)), dt, w, b);
+  DB_DISPATCH_OP(concat_cols_time_encode, out.device(), out.dtype(), out, parts, dt, w, b);
+}
+
 void time_encode_backward(const Tensor& dw, const Tensor& db, const Tensor& dout, const Tensor& dt,
                           const Tensor& w, const Tensor& b) {
   const char* op = "time_encode_backward";
-  detail::common_device(op, dw, db, dout, dt, w, b);
+  detail::common_device(op, dw, db, dout, w, b);
   check_time_encode(op, dout, dt, w, b);
   detail::require_like(op, "dw", dw, "w", w);
   detail::require_like(op, "db", db, "b", b);

@@ -105,10 +105,8 @@ void ApanMemoryUpdater::forward(const Tensor& new_memory, ApanUpdaterContext& ct
     Tensor ones = arena.alloc(dt_type, Shape(1, S));
     ops::fill(ones, 1.0);
     ops::gemm(ctx.dt, t.reshape(Shape(B, 1)), ops::Trans::N, ones, ops::Trans::N, 1.0, -1.0);
-    Tensor te = arena.alloc(dt_type, Shape(N, c.d_time));
-    ops::time_encode_forward(te, ctx.dt.reshape(Shape(N)), w.time_w, w.time_b);
     ctx.kv_in = arena.alloc(dt_type, Shape(N, c.d_kv_in()));
-    ops::concat_cols(ctx.kv_in, {mail2, te});
+    ops::concat_cols_time_encode(ctx.kv_in, {mail2}, ctx.dt.reshape(Shape(N)), w.time_w, w.time_b);
   } else {
     ctx.kv_in = mail2;  // the mails themselves: no copy needed
   }

@@ -39,10 +39,8 @@ void RecurrentMemoryUpdater::forward(const Tensor& h_new, MemoryUpdaterContext& 
             "memory updater: mail {} and memory {} do not match [B, {}] and [B, {}]", mail.str(),
             memory.str(), mail_dim_, hidden_);
   // in [B, d_mail + d_time] = [mail || time encoding of the mail's age]
-  Tensor encoded = arena.alloc(dtype, Shape(batch, time_.dim()));
-  time_.forward(encoded, ctx.time, mail_dt);
   ctx.input = arena.alloc(dtype, Shape(batch, mail_dim_ + time_.dim()));
-  ops::concat_cols(ctx.input, {mail, encoded});
+  time_.forward_beside(ctx.input, ctx.time, mail, mail_dt);
   Tensor gx = arena.alloc(dtype, Shape(batch, gate_rows()));
   ops::gemm_bias(gx, ctx.input, Trans::N, store_->value(weight_ih_), Trans::T,
                  store_->value(bias_ih_));

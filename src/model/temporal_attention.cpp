@@ -158,13 +158,9 @@ void TemporalAttentionLayer::forward_impl(TemporalAttentionContext& ctx, const T
   ctx.mask = mask;
   if (R == 0) return;
 
-  // Query side: the root's features and the encoding of a zero time delta.
-  ctx.zero_dt = arena.alloc(t, Shape(R));
-  ops::fill(ctx.zero_dt, 0.0);
-  Tensor te_root = arena.alloc(t, Shape(R, c.d_time));
-  ops::time_encode_forward(te_root, ctx.zero_dt, w.time_w, w.time_b);
+  // Query side: the root's features and the encoding of a zero time delta (Tensor{}).
   ctx.q_in = arena.alloc(t, Shape(R, c.d_q_in()));
-  ops::concat_cols(ctx.q_in, {h_root, te_root});
+  ops::concat_cols_time_encode(ctx.q_in, {h_root}, Tensor{}, w.time_w, w.time_b);
   const int64_t A = c.d_att();
   ctx.q = arena.alloc(t, Shape(R, A));
   detail::affine_forward(ctx.q, ctx.q_in, w.w_q, w.b_q);
@@ -189,24 +185,26 @@ void TemporalAttentionLayer::project_keys_values(TemporalAttentionContext& ctx, 
   const auto& c = cfg_;
   const DType t = ctx.h_root.dtype();
   const int64_t R = ctx.roots, K = ctx.slots, N = R * K, A = c.d_att();
-  Tensor te_nbr = arena.alloc(t, Shape(N, c.d_time));
-  ops::time_encode_forward(te_nbr, ctx.dt.reshape(Shape(N)), w.time_w, w.time_b);
+  const Tensor dt = ctx.dt.reshape(Shape(N));
   ctx.k = arena.alloc(t, Shape(R, K, A));
   ctx.v = arena.alloc(t, Shape(R, K, A));
   if (ctx.from_table) {
-    // [e || te(dt)]; without edge features that is the encoding itself, no copy needed.
-    ctx.kv_in = te_nbr;
+    // [e || te(dt)]; without edge features, the encoding alone.
+    ctx.kv_in = arena.alloc(t, Shape(N, c.d_edge + c.d_time));
     if (c.d_edge > 0) {
-      ctx.kv_in = arena.alloc(t, Shape(N, c.d_edge + c.d_time));
-      ops::concat_cols(ctx.kv_in, {ctx.e.reshape(Shape(N, c.d_edge)), te_nbr});
+      ops::concat_cols_time_encode(ctx.kv_in, {ctx.e.reshape(Shape(N, c.d_edge))}, dt, w.time_w,
+                                   w.time_b);
+    } else {
+      ops::time_encode_forward(ctx.kv_in, dt, w.time_w, w.time_b);
     }
     project_from_table(ctx.k.reshape(Shape(N, A)), arena, ctx.nbr, ctx.kv_in, w.w_k, w.b_k);
     project_from_table(ctx.v.reshape(Shape(N, A)), arena, ctx.nbr, ctx.kv_in, w.w_v, w.b_v);
     return;
   }
   ctx.kv_in = arena.alloc(t, Shape(N, c.d_kv_in()));
-  ops::concat_cols(
-      ctx.kv_in, {ctx.h_nbr.reshape(Shape(N, c.d_in)), ctx.e.reshape(Shape(N, c.d_edge)), te_nbr});
+  ops::concat_cols_time_encode(
+      ctx.kv_in, {ctx.h_nbr.reshape(Shape(N, c.d_in)), ctx.e.reshape(Shape(N, c.d_edge))}, dt,
+      w.time_w, w.time_b);
   detail::affine_forward(ctx.k.reshape(Shape(N, A)), ctx.kv_in, w.w_k, w.b_k);
   detail::affine_forward(ctx.v.reshape(Shape(N, A)), ctx.kv_in, w.w_v, w.b_v);
 }
@@ -281,7 +279,7 @@ void TemporalAttentionLayer::backward(const Tensor& dh_root, const Tensor& dh_nb
   ops::gemm(dh_root, dq, ops::Trans::N, w.w_q.cols(0, c.d_in), ops::Trans::N, 1.0, 1.0);
   Tensor d_te_root = arena.alloc(t, Shape(R, c.d_time));
   ops::gemm(d_te_root, dq, ops::Trans::N, w.w_q.cols(c.d_in, c.d_q_in()), ops::Trans::N);
-  ops::time_encode_backward(grads.time_w, grads.time_b, d_te_root, ctx.zero_dt, w.time_w, w.time_b);
+  ops::time_encode_backward(grads.time_w, grads.time_b, d_te_root, Tensor{}, w.time_w, w.time_b);
 
   // Key/value side: both projections read kv_in = [h_nbr || e || te(dt)], so their input
   // gradients add up; only the parts that need one are computed (rarely the edges').

@@ -17,6 +17,12 @@ void TimeEncoder::forward(const Tensor& out, TimeEncoderContext& ctx, const Tens
   ctx.dt = dt;
 }
 
+void TimeEncoder::forward_beside(const Tensor& out, TimeEncoderContext& ctx, const Tensor& x,
+                                 const Tensor& dt) const {
+  ops::concat_cols_time_encode(out, {x}, dt, store_->value(w_), store_->value(b_));
+  ctx.dt = dt;
+}
+
 void TimeEncoder::backward(const Tensor& dout, const TimeEncoderContext& ctx) const {
   ops::time_encode_backward(store_->grad(w_), store_->grad(b_), dout, ctx.dt, store_->value(w_),
                             store_->value(b_));

@@ -219,16 +219,14 @@ model::WriteSet collect(const BatchPlan& plan, const StagedBatch& staged, const 
   out.mail_node = w.mail_node.data();
   out.mail_count = m;
   const Tensor self_rows = input_rows(w.mail_row, staged, arena);
-  Tensor self = dev.alloc(dtype, Shape(m, d_mem)), other = dev.alloc(dtype, Shape(m, d_mem));
-  ops::gather_rows(self, updated, self_rows);
-  ops::gather_rows(other, updated, input_rows(w.mail_other, staged, arena));
+  const Tensor other_rows = input_rows(w.mail_other, staged, arena);
   out.mail_rows = dev.alloc(dtype, Shape(m, 2 * d_mem + d_edge));
   if (d_edge > 0) {
-    Tensor edge = dev.alloc(dtype, Shape(m, d_edge));
-    ops::gather_rows(edge, edge_feat, upload(dev, w.mail_event.data(), Shape(m)));
-    ops::concat_cols(out.mail_rows, {self, other, edge});
+    ops::gather_cols(out.mail_rows, {{updated, self_rows},
+                                     {updated, other_rows},
+                                     {edge_feat, upload(dev, w.mail_event.data(), Shape(m))}});
   } else {
-    ops::concat_cols(out.mail_rows, {self, other});
+    ops::gather_cols(out.mail_rows, {{updated, self_rows}, {updated, other_rows}});
   }
   out.mail_time = times_in(dtype, w.mail_time, arena);
   if (cfg.mail_dt_at_event) {

@@ -273,6 +273,10 @@ struct Step {
     Tensor te = arena.alloc(DType::f32, Shape(B * K, TD));
     ops::time_encode_forward(te, dt, tw, tb);
     ops::time_encode_backward(dtw, dtb, dte, dt, tw, tb);
+    ops::time_encode_backward(dtw, dtb, dte, Tensor{}, tw, tb);  // zero deltas
+    Tensor te_cat = arena.alloc(DType::f32, Shape(B * K, 1 + TD));
+    ops::concat_cols_time_encode(te_cat, {dt}, dt, tw, tb);
+    ops::concat_cols_time_encode(te_cat, {dt}, Tensor{}, tw, tb);
     Tensor probs = arena.alloc(DType::f32, Shape(B, K));
     ops::masked_softmax_forward(probs, scores, mask);
     Tensor dprobs = arena.alloc(DType::f32, Shape(B, K));
@@ -307,6 +311,12 @@ struct Step {
     Tensor dcat = arena.alloc(DType::f32, Shape(B, H + W + 1));
     ops::fill(dcat, 1.0);
     ops::act_backward(ops::Act::relu, dcat, dcat, cat);
+    Tensor pair = arena.alloc(DType::f32, Shape(2 * B, H));
+    ops::gather_cols(pair.reshape(Shape(B, 2 * H)), {{table, idx}, {table, idx}});
+    ops::add_blocks_relu_forward(pair, rows);
+    Tensor dpair = arena.alloc(DType::f32, Shape(2 * B, H));
+    ops::fill(dpair, 1.0);
+    ops::add_blocks_relu_backward(rows, dpair, pair);
 
     ops::bce_with_logits_forward(loss, logits, targets);
     ops::bce_with_logits_backward(dlogits, logits, targets, 1.0 / B);

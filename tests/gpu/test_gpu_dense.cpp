@@ -211,6 +211,30 @@ TEST_F(GpuDense, TimeEncode) {
   }
 }
 
+// The fused input-and-encoding op: the parts' columns copied, the encoding as time_encode's;
+// with dt = Tensor{} (zero deltas) the backward as with a tensor of zeros.
+TEST_F(GpuDense, ConcatColsTimeEncode) {
+  Rand rng(3011);
+  for (auto [R, W, D] :
+       {std::tuple<int64_t, int64_t, int64_t>{1, 1, 1}, {257, 100, 100}, {33, 272, 7}}) {
+    SCOPED_TRACE(testing::Message() << "R " << R << " W " << W << " D " << D);
+    F dt(Shape(R), rng.vec(R, 0.0, 10.0, 0.01)), w(Shape(D), rng.vec(D)), b(Shape(D), rng.vec(D));
+    F x(Shape(R, W), rng.vec(R * W)), v(Shape(R), rng.vec(R));
+    F out = F::nan(Shape(R, W + 1 + D)), zero_out = F::nan(Shape(R, W + D));
+    ops::concat_cols_time_encode(out.cpu, {x.cpu, v.cpu}, dt.cpu, w.cpu, b.cpu);
+    ops::concat_cols_time_encode(out.gpu, {x.gpu, v.gpu}, dt.gpu, w.gpu, b.gpu);
+    EXPECT_TRUE(out.matches());
+    ops::concat_cols_time_encode(zero_out.cpu, {x.cpu}, Tensor{}, w.cpu, b.cpu);
+    ops::concat_cols_time_encode(zero_out.gpu, {x.gpu}, Tensor{}, w.gpu, b.gpu);
+    EXPECT_TRUE(zero_out.matches());
+    F dout(Shape(R, D), rng.vec(R * D)), dw(Shape(D), rng.vec(D)), db(Shape(D), rng.vec(D));
+    ops::time_encode_backward(dw.cpu, db.cpu, dout.cpu, Tensor{}, w.cpu, b.cpu);
+    ops::time_encode_backward(dw.gpu, db.gpu, dout.gpu, Tensor{}, w.gpu, b.gpu);
+    EXPECT_TRUE(dw.matches_norm());
+    EXPECT_TRUE(db.matches_norm());
+  }
+}
+
 TEST_F(GpuDense, LayerNorm) {
   Rand rng(3006);
   // D = 0: empty rows still get the CPU's statistics (mean 0, rstd 1/sqrt(eps)).

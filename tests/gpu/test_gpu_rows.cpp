@@ -42,6 +42,23 @@ void gather_scatter_case(Rand& rng, int64_t N, int64_t W, int64_t n) {
   EXPECT_TRUE(dst.matches_norm());
 }
 
+// The message assembly's gather: three tables side by side, i32 and i64 indices mixed.
+TEST_F(GpuRows, GatherCols) {
+  Rand rng(3012);
+  for (auto [N, n] : {std::pair<int64_t, int64_t>{1, 1}, {33, 257}, {100, 3000}}) {
+    SCOPED_TRACE(testing::Message() << "N " << N << " n " << n);
+    Both<int32_t> self = indices<int32_t>(rng, n, N), other = indices<int32_t>(rng, n, N);
+    Both<int64_t> edge = indices<int64_t>(rng, n, N);
+    F table(Shape(N, 100), rng.vec(N * 100)), feat(Shape(N, 7), rng.vec(N * 7));
+    F out = F::nan(Shape(n, 207));
+    ops::gather_cols(out.cpu,
+                     {{table.cpu, self.cpu}, {table.cpu, other.cpu}, {feat.cpu, edge.cpu}});
+    ops::gather_cols(out.gpu,
+                     {{table.gpu, self.gpu}, {table.gpu, other.gpu}, {feat.gpu, edge.gpu}});
+    EXPECT_TRUE(out.matches_bitwise());
+  }
+}
+
 TEST_F(GpuRows, GatherAndScatter) {
   Rand rng(3200);
   gather_scatter_case<int32_t>(rng, 1, 1, 1);

@@ -14,16 +14,16 @@ namespace depbloom::backend {
 
 // Every op of op_set.inc, in its order: the counters' index and the names reports print.
 // clang-format off
-#define DEPBLOOM_OP_KINDS(X)                                                                 \
-  X(gemm) X(gemm_batched) X(gemm_bias) X(affine_grad) X(bias_add) X(bias_grad) X(act_forward) X(act_backward)           \
-  X(add_blocks_relu_forward) X(add_blocks_relu_backward)                                   \
-  X(gru_cell_forward) X(gru_cell_backward) X(rnn_cell_forward) X(rnn_cell_backward)         \
-  X(time_encode_forward) X(time_encode_backward)                                            \
-  X(masked_softmax_forward) X(masked_softmax_backward)                                      \
-  X(attention_forward) X(attention_backward) X(layer_norm_forward) X(layer_norm_backward)   \
-  X(dropout_forward) X(dropout_backward)                                                    \
-  X(gather_rows) X(scatter_add_rows) X(scatter_rows) X(concat_cols) X(split_cols)           \
-  X(bce_with_logits_forward) X(bce_with_logits_backward) X(adam_step)                       \
+#define DEPBLOOM_OP_KINDS(X)                                                                     \
+  X(gemm) X(gemm_batched) X(gemm_bias) X(affine_grad) X(bias_add) X(bias_grad)                   \
+  X(act_forward) X(act_backward) X(add_blocks_relu_forward) X(add_blocks_relu_backward)          \
+  X(gru_cell_forward) X(gru_cell_backward) X(rnn_cell_forward) X(rnn_cell_backward)              \
+  X(time_encode_forward) X(concat_cols_time_encode) X(time_encode_backward)                      \
+  X(masked_softmax_forward) X(masked_softmax_backward)                                           \
+  X(attention_forward) X(attention_backward) X(layer_norm_forward) X(layer_norm_backward)        \
+  X(dropout_forward) X(dropout_backward)                                                         \
+  X(gather_rows) X(scatter_add_rows) X(scatter_rows) X(concat_cols) X(gather_cols) X(split_cols) \
+  X(bce_with_logits_forward) X(bce_with_logits_backward) X(adam_step)                            \
   X(fill) X(copy) X(axpy) X(scale) X(mul) X(scale_rows) X(sum) X(sum_squares)
 // clang-format on
 

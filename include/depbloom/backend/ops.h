@@ -33,6 +33,12 @@ struct DropoutRows {
   bool keyed() const { return ids.defined(); }
 };
 
+// One table of gather_cols: its rows picked by idx (i32 or i64; negative: a zero row).
+struct GatherPart {
+  Tensor src;  // [rows, W]
+  Tensor idx;  // [R]
+};
+
 struct AdamConfig {
   double lr = 1e-4;
   double beta1 = 0.9;

@@ -89,7 +89,6 @@ struct TemporalAttentionContext {
   bool from_table = false;            // table mode: the neighbours were rows of nbr.table
   Tensor h_root, h_nbr, e, dt, mask;  // the forward's inputs (h_nbr: slot mode)
   NeighbourRows nbr;                  // the forward's input (table mode)
-  Tensor zero_dt;                     // [R] zeros: the roots' time deltas
   Tensor q_in, q;                     // [R, d_q_in], [R, A]
   Tensor kv_in, k, v;                 // [R*k, d_kv_in] (table mode: [e || te] only), [R, k, A] x2
   Tensor attn;                        // [R, H, k] attention weights

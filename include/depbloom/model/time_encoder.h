@@ -21,6 +21,10 @@ class TimeEncoder {
 
   // out [R, dim] = cos(dt [R] * w + b).
   void forward(const Tensor& out, TimeEncoderContext& ctx, const Tensor& dt) const;
+  // out [R, d + dim] = [x [R, d] || cos(dt w + b)]: a layer's input beside its encoding, in
+  // one op.
+  void forward_beside(const Tensor& out, TimeEncoderContext& ctx, const Tensor& x,
+                      const Tensor& dt) const;
   // dw, db += from dout [R, dim].
   void backward(const Tensor& dout, const TimeEncoderContext& ctx) const;
 

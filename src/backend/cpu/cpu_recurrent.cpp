@@ -2,6 +2,7 @@
 // the cosine time encoding. Each cell is one pass over its rows: all gates of a row are
 // computed, saved and combined while the row is in cache.
 #include <cmath>
+#include <cstring>
 #include <type_traits>
 
 #include "backend/cpu/cpu_math.h"
@@ -120,24 +121,53 @@ void rnn_cell_backward(const Tensor& d_pre, const Tensor& dh_new, const Tensor& 
   });
 }
 
+namespace {
+
+// One row of the encoding, row[j] = cos(t w[j] + b[j]): time_encode_forward's and
+// concat_cols_time_encode's, so the two give the same bits.
+template <class T>
+inline void encode_row(T* DB_RESTRICT row, T t, const T* DB_RESTRICT w, const T* DB_RESTRICT b,
+                       int64_t dims) {
+  if constexpr (std::is_same_v<T, float>) {
+#pragma omp simd
+    for (int64_t j = 0; j < dims; ++j) row[j] = fast_cos(t * w[j] + b[j]);
+  } else {
+    for (int64_t j = 0; j < dims; ++j) row[j] = std::cos(t * w[j] + b[j]);
+  }
+}
+
+}  // namespace
+
 void time_encode_forward(const Tensor& out, const Tensor& dt, const Tensor& w, const Tensor& b) {
   const int64_t rows = out.dim(0), dims = out.dim(1);
   visit_float(out.dtype(), [&](auto zero) {
     using T = decltype(zero);
-    const T* pdt = dt.data<T>();
-    const T* DB_RESTRICT pw = w.data<T>();
-    const T* DB_RESTRICT pb = b.data<T>();
+    const T *pdt = dt.data<T>(), *pw = w.data<T>(), *pb = b.data<T>();
     T* pout = out.data<T>();
     parallel_for(rows, dims * 20, [&](int64_t begin, int64_t end) {
-      for (int64_t i = begin; i < end; ++i) {
-        const T t = pdt[i];
-        T* DB_RESTRICT row = pout + i * dims;
-        if constexpr (std::is_same_v<T, float>) {
-#pragma omp simd
-          for (int64_t j = 0; j < dims; ++j) row[j] = fast_cos(t * pw[j] + pb[j]);
-        } else {
-          for (int64_t j = 0; j < dims; ++j) row[j] = std::cos(t * pw[j] + pb[j]);
+      for (int64_t i = begin; i < end; ++i) encode_row(pout + i * dims, pdt[i], pw, pb, dims);
+    });
+  });
+}
+
+void concat_cols_time_encode(const Tensor& out, std::initializer_list<Tensor> parts,
+                             const Tensor& dt, const Tensor& w, const Tensor& b) {
+  const int64_t rows = out.dim(0), total = out.dim(1), dims = w.numel();
+  visit_float(out.dtype(), [&](auto zero) {
+    using T = decltype(zero);
+    const T* pdt = dt.raw() == nullptr ? nullptr : dt.data<T>();
+    const T *pw = w.data<T>(), *pb = b.data<T>();
+    T* pout = out.data<T>();
+    parallel_for(rows, total + dims * 20, [&](int64_t begin, int64_t end) {
+      for (int64_t r = begin; r < end; ++r) {
+        T* row = pout + r * total;
+        for (const Tensor& part : parts) {
+          const int64_t width = part.rank() == 1 ? 1 : part.dim(1);
+          if (width > 0)  // a part of width 0 may have no storage
+            std::memcpy(row, part.data<T>() + r * width, static_cast<size_t>(width) * sizeof(T));
+          row += width;
         }
+        encode_row(row, pdt == nullptr ? T(0) : pdt[r], pw, pb, dims);
       }
     });
   });
@@ -149,7 +179,7 @@ void time_encode_backward(const Tensor& dw, const Tensor& db, const Tensor& dout
   visit_float(dout.dtype(), [&](auto zero) {
     using T = decltype(zero);
     const T* pdout = dout.data<T>();
-    const T* pdt = dt.data<T>();
+    const T* pdt = dt.raw() == nullptr ? nullptr : dt.data<T>();  // Tensor{}: zero deltas
     const T* pw = w.data<T>();
     const T* pb = b.data<T>();
     T* pdw = dw.data<T>();
@@ -158,7 +188,7 @@ void time_encode_backward(const Tensor& dw, const Tensor& db, const Tensor& dout
     fixed_order_column_sums<2>(
         rows, dims, 20,
         [&](int64_t i, int64_t j0, int64_t j1, double* DB_RESTRICT acc) {
-          const T t = pdt[i];
+          const T t = pdt == nullptr ? T(0) : pdt[i];
           const T* DB_RESTRICT g = pdout + i * dims;
           if constexpr (std::is_same_v<T, float>) {
 #pragma omp simd

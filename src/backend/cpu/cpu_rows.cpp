@@ -2,6 +2,7 @@
 // deterministic scatter-add
 // and scatter (overwrite) of rows, and column-wise concat/split. Indices are validated
 // before any row moves, so a bad index throws with nothing half-written by worker threads.
+#include <array>
 #include <cstring>
 
 #include "backend/cpu/cpu_ops.h"
@@ -186,6 +187,46 @@ void move_columns(const Tensor& whole, std::initializer_list<Tensor> parts, bool
 
 void concat_cols(const Tensor& out, std::initializer_list<Tensor> parts) {
   move_columns(out, parts, true);
+}
+
+void gather_cols(const Tensor& out, std::initializer_list<GatherPart> parts) {
+  struct Table {
+    const char* src;
+    const void* idx;
+    bool wide;  // i64 indices
+    size_t bytes;
+  };
+  std::array<Table, 4> tables{};  // the dispatch takes at most 4
+  const int64_t n = out.dim(0);
+  const size_t elem = dtype_size(out.dtype());
+  size_t count = 0;
+  for (const GatherPart& p : parts) {
+    visit_index(p.idx.dtype(), [&](auto index_zero) {
+      using I = decltype(index_zero);
+      check_indices("gather_cols", p.idx.data<I>(), n, p.src.dim(0), p.src);
+    });
+    tables[count++] = Table{static_cast<const char*>(p.src.raw()), p.idx.raw(),
+                            p.idx.dtype() == DType::i64, static_cast<size_t>(p.src.dim(1)) * elem};
+  }
+  const size_t out_row = static_cast<size_t>(out.dim(1)) * elem;
+  auto* pout = static_cast<char*>(out.raw());
+  parallel_for(n, out.dim(1) / 4 + 8 * static_cast<int64_t>(count),
+               [&](int64_t begin, int64_t end) {
+                 for (int64_t r = begin; r < end; ++r) {
+                   char* dst = pout + static_cast<size_t>(r) * out_row;
+                   for (size_t t = 0; t < count; ++t) {
+                     const Table& tab = tables[t];
+                     const int64_t row = tab.wide ? static_cast<const int64_t*>(tab.idx)[r]
+                                                  : static_cast<const int32_t*>(tab.idx)[r];
+                     if (row < 0) {
+                       std::memset(dst, 0, tab.bytes);
+                     } else {
+                       std::memcpy(dst, tab.src + static_cast<size_t>(row) * tab.bytes, tab.bytes);
+                     }
+                     dst += tab.bytes;
+                   }
+                 }
+               });
 }
 
 void split_cols(std::initializer_list<Tensor> parts, const Tensor& in) {

@@ -168,6 +168,8 @@ const char* index_op_name(int op) {
       return "scatter_add_rows";
     case kernels::kScatterRows:
       return "scatter_rows";
+    case kernels::kGatherCols:
+      return "gather_cols";
     default:
       return "a row op";
   }

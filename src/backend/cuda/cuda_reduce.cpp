@@ -20,14 +20,15 @@ void bias_grad(const Tensor& dbias, const Tensor& dy) {
 
 void time_encode_backward(const Tensor& dw, const Tensor& db, const Tensor& dout, const Tensor& dt,
                           const Tensor& w, const Tensor& b) {
-  const int64_t rows = dt.numel();
+  const int64_t rows = dout.dim(0);
   const int64_t dims = w.numel();
   const int device = dw.device().index;
   cudaStream_t stream = backend::enter_device(device);
   void* ws = backend::workspace(device, kernels::column_reduce_workspace_bytes(rows, dims, 2));
-  DB_CHECK_CUDA(kernels::time_encode_backward(dw.data<float>(), db.data<float>(),
-                                              dout.data<float>(), dt.data<float>(), w.data<float>(),
-                                              b.data<float>(), rows, dims, ws, stream));
+  DB_CHECK_CUDA(
+      kernels::time_encode_backward(dw.data<float>(), db.data<float>(), dout.data<float>(),
+                                    dt.raw() == nullptr ? nullptr : dt.data<float>(),
+                                    w.data<float>(), b.data<float>(), rows, dims, ws, stream));
 }
 
 void sum(const Tensor& out, const Tensor& x) {

@@ -173,6 +173,40 @@ void concat_cols(const Tensor& out, std::initializer_list<Tensor> parts) {
   });
 }
 
+void concat_cols_time_encode(const Tensor& out, std::initializer_list<Tensor> parts,
+                             const Tensor& dt, const Tensor& w, const Tensor& b) {
+  if (out.empty()) return;
+  cudaStream_t stream = backend::enter_device(device_of(out));
+  std::array<kernels::ColumnPart, kernels::kMaxColumnParts> group{};
+  int count = 0;
+  int64_t offset = 0;
+  for (const Tensor& p : parts) {  // at most kMaxColumnParts (checked at dispatch)
+    group[static_cast<size_t>(count++)] =
+        kernels::ColumnPart{p.data<float>(), p.row_size(), offset};
+    offset += p.row_size();
+  }
+  DB_CHECK_CUDA(kernels::concat_cols_time_encode(
+      out.data<float>(), out.dim(0), out.row_size(), group.data(), count,
+      dt.raw() == nullptr ? nullptr : dt.data<float>(), w.data<float>(), b.data<float>(), stream));
+}
+
+void gather_cols(const Tensor& out, std::initializer_list<GatherPart> parts) {
+  if (out.empty()) return;
+  const int device = device_of(out);
+  cudaStream_t stream = backend::enter_device(device);
+  std::array<kernels::GatherColumns, kernels::kMaxGatherParts> group{};
+  int count = 0;
+  int64_t offset = 0;
+  for (const GatherPart& p : parts) {  // at most kMaxGatherParts (checked at dispatch)
+    const int64_t width = p.src.dim(1);
+    group[static_cast<size_t>(count++)] = kernels::GatherColumns{
+        p.src.data<float>(), p.idx.raw(), p.idx.dtype() == DType::i64, width, offset, p.src.dim(0)};
+    offset += width;
+  }
+  DB_CHECK_CUDA(kernels::gather_cols(out.data<float>(), out.dim(0), out.dim(1), group.data(), count,
+                                     backend::index_fault(device), stream));
+}
+
 void split_cols(std::initializer_list<Tensor> parts, const Tensor& in) {
   if (in.empty()) return;
   cudaStream_t stream = backend::enter_device(device_of(in));
