@@ -87,6 +87,21 @@ inline void require_vector(const char* op, const char* name, const Tensor& t, in
   require_shape(op, name, t, Shape(n), ref_name, ref);
 }
 
+// The columns that parts [R, Wi] (a 1-D part counts as [R, 1]) take of `whole` [R, ...]:
+// each part on whole's device, of its dtype and with its rows (concat_cols and the like).
+inline int64_t column_parts_width(const char* op, std::initializer_list<Tensor> parts,
+                                  const Tensor& whole) {
+  int64_t width = 0;
+  for (const Tensor& part : parts) {
+    common_device(op, whole, part);
+    require_same_dtype(op, "a part", part, "the concatenated tensor", whole);
+    DB_ASSERT((part.rank() == 1 || part.rank() == 2) && part.dim(0) == whole.dim(0),
+              "{}: part {} does not match the rows of {}", op, part.str(), whole.str());
+    width += part.rank() == 1 ? 1 : part.dim(1);
+  }
+  return width;
+}
+
 // True when the call goes to the CUDA backend. A CUDA tensor in a CPU-only build, or a
 // non-f32 tensor on a GPU, is an error: there is no silent fallback to the host.
 inline bool use_cuda(const char* op, Device device, DType dtype) {

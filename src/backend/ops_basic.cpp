@@ -28,14 +28,7 @@ constexpr size_t kMaxGatherParts = 4;
 void check_column_parts(const char* op, std::initializer_list<Tensor> parts, const Tensor& whole) {
   detail::require_defined(op, "the concatenated tensor", whole);
   detail::require_rank(op, "the concatenated tensor", whole, 2);
-  int64_t width = 0;
-  for (const Tensor& part : parts) {
-    detail::common_device(op, whole, part);
-    detail::require_same_dtype(op, "a part", part, "the concatenated tensor", whole);
-    DB_ASSERT((part.rank() == 1 || part.rank() == 2) && part.dim(0) == whole.dim(0),
-              "{}: part {} does not match the rows of {}", op, part.str(), whole.str());
-    width += part.rank() == 1 ? 1 : part.dim(1);
-  }
+  const int64_t width = detail::column_parts_width(op, parts, whole);
   if (width != whole.dim(1)) [[unlikely]] {
     std::string names;
     for (const Tensor& part : parts) names += (names.empty() ? "" : ", ") + part.str();

@@ -91,14 +91,7 @@ void concat_cols_time_encode(const Tensor& out, std::initializer_list<Tensor> pa
   detail::require_rank(op, "out", out, 2);
   DB_ASSERT(parts.size() <= kMaxTimeEncodeParts, "{}: {} parts, at most {}", op, parts.size(),
             kMaxTimeEncodeParts);
-  int64_t width = 0;
-  for (const Tensor& part : parts) {
-    detail::common_device(op, out, part);
-    detail::require_same_dtype(op, "a part", part, "out", out);
-    DB_ASSERT((part.rank() == 1 || part.rank() == 2) && part.dim(0) == out.dim(0),
-              "{}: part {} does not match the rows of {}", op, part.str(), out.str());
-    width += part.rank() == 1 ? 1 : part.dim(1);
-  }
+  const int64_t width = detail::column_parts_width(op, parts, out);
   DB_ASSERT(width < out.dim(1),
             "{}: the parts take {} of the {} columns of {}: none are left for the time encoding",
             op, width, out.dim(1), out.str());
