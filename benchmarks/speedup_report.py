@@ -306,18 +306,28 @@ def check(csv_path, rows):
     return bad
 
 
-def summarise(a):
+def read_manifest(path):
+    """The runs of a suite's manifest.tsv, one dict per run folder. Folders are named
+    relative to the manifest (older manifests hold absolute paths, which join leaves as they
+    are), so a suite's folder can be moved; a resumed suite may list a folder again, and its
+    last line holds."""
     cols = ("dataset", "model", "p", "config", "seed", "threads", "batch", "dir", "status")
-    lines = [dict(zip(cols, l.rstrip("\n").split("\t"))) for l in open(a.manifest) if l.strip()]
-    # A resumed suite may list a run folder again: its last line holds.
-    manifest = list({m["dir"]: m for m in lines}.values())
-    here = os.path.dirname(os.path.abspath(a.manifest))
-    for m in manifest:
-        # Run folders are named relative to the manifest (older manifests hold absolute
-        # paths, which join leaves as they are), so a suite's folder can be moved.
+    here = os.path.dirname(os.path.abspath(path))
+    runs = {}
+    for line in open(path):
+        if not line.strip():
+            continue
+        m = dict(zip(cols, line.rstrip("\n").split("\t")))
         m["dir"] = os.path.join(here, m["dir"])
         for k in ("p", "seed", "threads", "batch"):
             m[k] = int(m[k])
+        runs.pop(os.path.basename(m["dir"]), None)
+        runs[os.path.basename(m["dir"])] = m
+    return list(runs.values())
+
+
+def summarise(a):
+    manifest = read_manifest(a.manifest)
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     peak, peak_source = sgemm_peak(a.gemm, root)
     rows = [summarise_run(m, a.cores, peak) for m in manifest]
