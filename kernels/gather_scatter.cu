@@ -96,13 +96,18 @@ struct PartList {
   ColumnPart part[kMaxColumnParts];
 };
 
-__global__ void concat_kernel(float* whole, int64_t rows, int64_t total_width, PartList list) {
-  const ColumnPart p = list.part[blockIdx.y];
+// whole[:, p.offset : p.offset + p.width] = p, by this block's rows.
+__device__ __forceinline__ void copy_into_columns(float* whole, int64_t rows, int64_t total_width,
+                                                  const ColumnPart& p) {
   for (int64_t r = first_row(); r < rows; r += row_stride()) {
     const float* s = p.data + r * p.width;
     float* d = whole + r * total_width + p.offset;
     for (int64_t c = threadIdx.x; c < p.width; c += kWarp) d[c] = s[c];
   }
+}
+
+__global__ void concat_kernel(float* whole, int64_t rows, int64_t total_width, PartList list) {
+  copy_into_columns(whole, rows, total_width, list.part[blockIdx.y]);
 }
 
 // concat_kernel's blocks, and one more column of blocks (blockIdx.y == count) for the time
@@ -117,12 +122,7 @@ struct TimeCode {
 __global__ void concat_time_encode_kernel(float* whole, int64_t rows, int64_t total_width,
                                           PartList list, int count, TimeCode code) {
   if (static_cast<int>(blockIdx.y) < count) {
-    const ColumnPart p = list.part[blockIdx.y];
-    for (int64_t r = first_row(); r < rows; r += row_stride()) {
-      const float* s = p.data + r * p.width;
-      float* d = whole + r * total_width + p.offset;
-      for (int64_t c = threadIdx.x; c < p.width; c += kWarp) d[c] = s[c];
-    }
+    copy_into_columns(whole, rows, total_width, list.part[blockIdx.y]);
     return;
   }
   for (int64_t r = first_row(); r < rows; r += row_stride()) {
