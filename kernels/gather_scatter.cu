@@ -1,4 +1,5 @@
-// Row gather, atomic row scatter-add, row scatter, and column concat/split. Blocks of
+// Row gather, atomic row scatter-add, row scatter, several tables' rows by one mapping
+// (copy_rows), and column concat/split. Blocks of
 // 32 x 8 threads: each threadIdx.y takes a row, its 32 lanes stride over the columns, so
 // every row is read and written in coalesced 128-byte pieces and each index is loaded
 // once per row. A table of width 1 gets one thread per row instead (32 lanes for one
@@ -153,6 +154,35 @@ __global__ void gather_cols_kernel(float* out, int64_t rows, int64_t total_width
   }
 }
 
+struct RowsList {
+  RowsCopy part[kMaxGatherParts];
+};
+
+__device__ __forceinline__ int64_t side_row(const RowSide& side, int64_t i) {
+  if (side.idx == nullptr) return i;
+  return side.wide ? static_cast<const int64_t*>(side.idx)[i]
+                   : static_cast<int64_t>(static_cast<const int32_t*>(side.idx)[i]);
+}
+
+// blockIdx.y picks the table; every table checks the indices, so a fault is recorded once
+// whichever table meets it first.
+__global__ void copy_rows_kernel(RowsList list, RowSide to, RowSide from, int64_t n,
+                                 IndexFault* fault) {
+  const RowsCopy p = list.part[blockIdx.y];
+  for (int64_t i = first_row(); i < n; i += row_stride()) {
+    const int64_t d = side_row(to, i);
+    if (d < 0 || past_table(fault, kCopyRows, d, to.rows)) continue;
+    const int64_t s = side_row(from, i);
+    float* o = p.dst + d * p.width;
+    if (s < 0 || past_table(fault, kCopyRows, s, from.rows)) {
+      for (int64_t c = threadIdx.x; c < p.width; c += kWarp) o[c] = 0.0f;
+    } else {
+      const float* in = p.src + s * p.width;
+      for (int64_t c = threadIdx.x; c < p.width; c += kWarp) o[c] = in[c];
+    }
+  }
+}
+
 __global__ void split_kernel(PartList list, const float* whole, int64_t rows, int64_t total_width) {
   const ColumnPart p = list.part[blockIdx.y];
   for (int64_t r = first_row(); r < rows; r += row_stride()) {
@@ -265,6 +295,17 @@ cudaError_t gather_cols(float* out, int64_t rows, int64_t total_width, const Gat
   for (int i = 0; i < count; ++i) list.part[i] = parts[i];
   const dim3 grid(grid_for(rows, kRowsPerBlock), static_cast<unsigned>(count));
   gather_cols_kernel<<<grid, kRowBlock, 0, stream>>>(out, rows, total_width, list, fault);
+  return cudaGetLastError();
+}
+
+cudaError_t copy_rows(const RowsCopy* parts, int count, RowSide to, RowSide from, int64_t n,
+                      IndexFault* fault, cudaStream_t stream) {
+  if (count < 1 || count > kMaxGatherParts) return cudaErrorInvalidValue;
+  if (n <= 0) return cudaSuccess;
+  RowsList list{};
+  for (int i = 0; i < count; ++i) list.part[i] = parts[i];
+  const dim3 grid(grid_for(n, kRowsPerBlock), static_cast<unsigned>(count));
+  copy_rows_kernel<<<grid, kRowBlock, 0, stream>>>(list, to, from, n, fault);
   return cudaGetLastError();
 }
 

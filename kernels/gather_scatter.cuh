@@ -17,7 +17,8 @@ enum IndexOp : int {
   kGatherRows = 1,
   kScatterAddRows = 2,
   kScatterRows = 3,
-  kGatherCols = 4
+  kGatherCols = 4,
+  kCopyRows = 5
 };
 
 // Device memory where kernels record the first index >= the table's rows they meet: the op,
@@ -108,6 +109,24 @@ constexpr int kMaxGatherParts = 4;  // tables per launch (the op takes no more)
 // index >= src_rows too, recorded in `fault`).
 cudaError_t gather_cols(float* out, int64_t rows, int64_t total_width, const GatherColumns* parts,
                         int count, IndexFault* fault, cudaStream_t stream);
+// One table of copy_rows: rows of src [src_rows, width] into rows of dst [dst_rows, width].
+struct RowsCopy {
+  float* dst;
+  const float* src;
+  int64_t width;
+};
+// One side of copy_rows: idx (int32, or int64 when wide) over a table of `rows` rows, or
+// null for positions 0..n-1.
+struct RowSide {
+  const void* idx;
+  bool wide;
+  int64_t rows;
+};
+// For each of `count` <= kMaxGatherParts tables: dst row to[i] = src row from[i], i < n (a
+// negative destination skips the row, a negative source writes zeros; indices past their
+// table are recorded in `fault`).
+cudaError_t copy_rows(const RowsCopy* parts, int count, RowSide to, RowSide from, int64_t n,
+                      IndexFault* fault, cudaStream_t stream);
 // part = whole[:, offset:offset+width].
 cudaError_t split_cols(const ColumnPart* parts, int count, const float* whole, int64_t rows,
                        int64_t total_width, cudaStream_t stream);

@@ -21,7 +21,7 @@ void check_row_index(const char* op, const char* rows_name, const Tensor& rows,
             rows_name, rows.str(), table_name, table.str());
 }
 
-// gather_cols's tables: one CUDA launch takes them all (kernels::kMaxGatherParts).
+// gather_cols's and copy_rows's tables: one CUDA launch takes them all (kernels::kMaxGatherParts).
 constexpr size_t kMaxGatherParts = 4;
 
 // Parts [R, Wi] (1-D parts count as [R, 1]) against the whole [R, sum Wi].
@@ -61,6 +61,45 @@ void scatter_rows(const Tensor& dst, const Tensor& src, const Tensor& idx) {
   detail::require_float(op, "dst", dst);
   check_row_index(op, "src", src, "dst", dst, idx);
   DB_DISPATCH_OP(scatter_rows, dst.device(), dst.dtype(), dst, src, idx);
+}
+
+void copy_rows(std::initializer_list<RowsPart> parts, const Tensor& dst_idx,
+               const Tensor& src_idx) {
+  const char* op = "copy_rows";
+  DB_ASSERT(dst_idx.defined() || src_idx.defined(),
+            "{}: neither index is given (copy moves whole tensors)", op);
+  const Tensor& first_idx = dst_idx.defined() ? dst_idx : src_idx;
+  for (const Tensor* idx : {&dst_idx, &src_idx}) {
+    if (!idx->defined()) continue;
+    detail::require_index(op, idx == &dst_idx ? "dst_idx" : "src_idx", *idx);
+    detail::common_device(op, first_idx, *idx);
+  }
+  const int64_t n = first_idx.numel();
+  DB_ASSERT(!dst_idx.defined() || !src_idx.defined() || src_idx.numel() == n,
+            "{}: dst_idx {} and src_idx {} differ in length", op, dst_idx.str(), src_idx.str());
+  DB_ASSERT(parts.size() >= 1 && parts.size() <= kMaxGatherParts,
+            "{}: {} tables, 1 to {} are taken", op, parts.size(), kMaxGatherParts);
+  const RowsPart* lead = nullptr;  // the first part with a destination: the others match its rows
+  for (const RowsPart& p : parts) {
+    if (!p.dst.defined()) continue;
+    detail::common_device(op, first_idx, p.dst, p.src);
+    detail::require_float(op, "dst", p.dst);
+    detail::require_packed(op, p.dst, p.src);
+    if (lead == nullptr) lead = &p;
+    detail::require_same_dtype(op, "dst", p.dst, "the first dst", lead->dst);
+    detail::require_same_dtype(op, "dst", p.dst, "src", p.src);
+    DB_ASSERT(p.dst.rank() >= 1 && p.src.rank() >= 1 && p.dst.row_size() == p.src.row_size(),
+              "{}: rows of dst {} and src {} differ in width", op, p.dst.str(), p.src.str());
+    DB_ASSERT(p.dst.dim(0) == lead->dst.dim(0) && p.src.dim(0) == lead->src.dim(0),
+              "{}: every dst needs the rows of {} and every src those of {}, got {} and {}", op,
+              lead->dst.str(), lead->src.str(), p.dst.str(), p.src.str());
+    DB_ASSERT(dst_idx.defined() || p.dst.dim(0) == n,
+              "{}: without dst_idx, dst {} needs one row per index ({})", op, p.dst.str(), n);
+    DB_ASSERT(src_idx.defined() || p.src.dim(0) == n,
+              "{}: without src_idx, src {} needs one row per index ({})", op, p.src.str(), n);
+  }
+  if (lead == nullptr) return;  // every part skipped
+  DB_DISPATCH_OP(copy_rows, lead->dst.device(), lead->dst.dtype(), parts, dst_idx, src_idx);
 }
 
 void concat_cols(const Tensor& out, std::initializer_list<Tensor> parts) {

@@ -50,18 +50,21 @@ void NodeState::copy_from(const NodeState& other) {
   std::copy(other.count_.begin(), other.count_.end(), count_.begin());
 }
 
-void NodeState::write_memory(const Tensor& rows, const Tensor& times, const Tensor& idx) {
-  const int64_t n = idx.numel();
-  ops::scatter_rows(memory_.view(), rows, idx);
-  ops::scatter_rows(last_update_.view().reshape(Shape(num_nodes_, 1)), times.reshape(Shape(n, 1)),
-                    idx);
+void NodeState::write_memory_from(const Tensor& rows, const Tensor& times, const Tensor& idx,
+                                  const Tensor& src_idx) {
+  ops::copy_rows({{memory_.view(), rows}, {last_update_.view(), times}}, idx, src_idx);
 }
 
 void NodeState::write_mail(const Tensor& rows, const Tensor& times, const Tensor& flat_slot) {
-  const int64_t n = flat_slot.numel();
-  ops::scatter_rows(mail_.view().reshape(Shape(num_nodes_ * slots_, mail_dim_)), rows, flat_slot);
-  ops::scatter_rows(mail_ts_.view().reshape(Shape(num_nodes_ * slots_, 1)),
-                    times.reshape(Shape(n, 1)), flat_slot);
+  write_mail_from(rows, times, flat_slot, Tensor{});
+}
+
+void NodeState::write_mail_from(const Tensor& rows, const Tensor& times, const Tensor& flat_slot,
+                                const Tensor& src_idx) {
+  const int64_t flat = num_nodes_ * slots_;
+  ops::copy_rows({{mail_.view().reshape(Shape(flat, mail_dim_)), rows},
+                  {mail_ts_.view().reshape(Shape(flat)), times}},
+                 flat_slot, src_idx);
 }
 
 void NodeState::set_rings(const std::vector<int32_t>& heads, const std::vector<int32_t>& counts) {
@@ -76,22 +79,14 @@ void NodeState::set_rings(const std::vector<int32_t>& heads, const std::vector<i
   count_ = counts;
 }
 
-void NodeState::gather_memory(const Tensor& memory_out, const Tensor& idx) const {
-  ops::gather_rows(memory_out, memory_.view(), idx);
-}
-
-void NodeState::gather_last_update(const Tensor& last_update_out, const Tensor& idx) const {
-  // gather_rows works on rows: view the times as [N, 1].
-  ops::gather_rows(last_update_out.reshape(Shape(last_update_out.numel(), 1)),
-                   last_update_.view().reshape(Shape(num_nodes_, 1)), idx);
-}
-
-void NodeState::gather_mail(const Tensor& mail_out, const Tensor& mail_ts_out,
-                            const Tensor& idx) const {
-  const int64_t n = idx.numel();
-  ops::gather_rows(mail_out.reshape(Shape(n, slots_ * mail_dim_)),
-                   mail_.view().reshape(Shape(num_nodes_, slots_ * mail_dim_)), idx);
-  ops::gather_rows(mail_ts_out.reshape(Shape(n, slots_)), mail_ts_.view(), idx);
+void NodeState::gather(const MemoryRows& out, const Tensor& idx) const {
+  const int64_t n = idx.numel(), row = slots_ * mail_dim_;
+  auto flat = [](const Tensor& t, Shape shape) { return t.defined() ? t.reshape(shape) : t; };
+  ops::copy_rows({{out.memory, memory_.view()},
+                  {out.last_update, last_update_.view()},
+                  {flat(out.mail, Shape(n, row)), mail_.view().reshape(Shape(num_nodes_, row))},
+                  {out.mail_ts, mail_ts_.view()}},
+                 Tensor{}, idx);
 }
 
 int NodeState::claim_mail_slot(int64_t node) {
@@ -137,14 +132,9 @@ Tensor winner_index(Arena& arena, int64_t total, const std::vector<int64_t>& pos
   return in_order ? Tensor() : upload(arena, pos.data(), Shape(n));
 }
 
-// rows [total, ...] at the winning positions (rows itself when `index` is undefined).
-Tensor winners(Arena& arena, const Tensor& rows, int64_t total, const Tensor& index) {
-  const int64_t width = rows.numel() / std::max<int64_t>(total, 1);
-  const Tensor all = rows.reshape(Shape(total, width));
-  if (!index.defined()) return all;
-  Tensor out = arena.alloc(rows.dtype(), Shape(index.numel(), width));
-  ops::gather_rows(out, all, index);
-  return out;
+// rows [total, ...] as [total, width].
+Tensor as_rows(const Tensor& rows, int64_t total) {
+  return rows.reshape(Shape(total, rows.numel() / std::max<int64_t>(total, 1)));
 }
 
 }  // namespace
@@ -183,9 +173,9 @@ int64_t NodeState::apply_memory(const WriteSet& writes, const WriteFilter& filte
   const auto w = static_cast<int64_t>(win_node_.size());
   if (w == 0) return 0;
   const Tensor index = winner_index(arena, writes.mem_count, win_pos_);
-  const Tensor rows = winners(arena, writes.mem_rows, writes.mem_count, index);
-  const Tensor times = winners(arena, writes.mem_time, writes.mem_count, index);
-  write_memory(rows, times.reshape(Shape(w)), upload(arena, win_node_.data(), Shape(w)));
+  write_memory_from(as_rows(writes.mem_rows, writes.mem_count),
+                    writes.mem_time.reshape(Shape(writes.mem_count)),
+                    upload(arena, win_node_.data(), Shape(w)), index);
   return w;
 }
 
@@ -202,9 +192,9 @@ int64_t NodeState::apply_mail(const WriteSet& writes, const WriteFilter& filter,
   const auto m = static_cast<int64_t>(win_slot_.size());
   if (m == 0) return 0;
   const Tensor index = winner_index(arena, writes.mail_count, win_pos_);
-  const Tensor rows = winners(arena, writes.mail_rows, writes.mail_count, index);
-  const Tensor times = winners(arena, writes.mail_time, writes.mail_count, index);
-  write_mail(rows, times.reshape(Shape(m)), upload(arena, win_slot_.data(), Shape(m)));
+  write_mail_from(as_rows(writes.mail_rows, writes.mail_count),
+                  writes.mail_time.reshape(Shape(writes.mail_count)),
+                  upload(arena, win_slot_.data(), Shape(m)), index);
   return m;
 }
 

@@ -31,9 +31,7 @@ void Tgnn::gather(MemoryRows& rows, const NodeState& state, const TgnnInputs& in
   rows.last_update = arena.alloc(dtype, Shape(u));
   rows.mail = arena.alloc(dtype, Shape(u, state.mail_slots(), cfg_.d_mail()));
   rows.mail_ts = arena.alloc(dtype, Shape(u, state.mail_slots()));
-  state.gather_memory(rows.memory, in.mem_node);
-  state.gather_last_update(rows.last_update, in.mem_node);
-  state.gather_mail(rows.mail, rows.mail_ts, in.mem_node);
+  state.gather(rows, in.mem_node);
 }
 
 void Tgnn::update_memory(const Tensor& updated, const TgnnInputs& in, const MemoryRows& rows,

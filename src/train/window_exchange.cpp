@@ -91,7 +91,10 @@ void WindowJournal::save_rings(const model::NodeState& state, int64_t first, Are
     start_ts_ = std::move(ts);
   }
   const Tensor idx = upload(arena, mail_node.data() + first, Shape(end - first));
-  state.gather_mail(start_mail_.view().rows(first, end), start_ts_.view().rows(first, end), idx);
+  model::MemoryRows out;
+  out.mail = start_mail_.view().rows(first, end);
+  out.mail_ts = start_ts_.view().rows(first, end);
+  state.gather(out, idx);
 }
 
 WindowContribution WindowJournal::contribution(const model::NodeState& state, Arena& arena) {
@@ -104,8 +107,10 @@ WindowContribution WindowJournal::contribution(const model::NodeState& state, Ar
   c.mem_time = arena.alloc(dtype, Shape(c.mem_count));
   if (c.mem_count > 0) {
     const Tensor idx = upload(arena, mem_node.data(), Shape(c.mem_count));
-    state.gather_memory(c.mem_rows, idx);
-    state.gather_last_update(c.mem_time, idx);
+    model::MemoryRows out;
+    out.memory = c.mem_rows;
+    out.last_update = c.mem_time;
+    state.gather(out, idx);
   }
   // Each mailed node's window mails still in its ring: the newest min(claims, slots) slots,
   // oldest first (claim order).
@@ -126,9 +131,9 @@ WindowContribution WindowJournal::contribution(const model::NodeState& state, Ar
   if (c.mails > 0) {
     const int64_t n = state.num_nodes() * slots_;
     const Tensor idx = upload(arena, flat_.data(), Shape(c.mails));
-    ops::gather_rows(c.mail_rows, state.mail().reshape(Shape(n, state.mail_dim())), idx);
-    ops::gather_rows(c.mail_time.reshape(Shape(c.mails, 1)), state.mail_ts().reshape(Shape(n, 1)),
-                     idx);
+    ops::copy_rows({{c.mail_rows, state.mail().reshape(Shape(n, state.mail_dim()))},
+                    {c.mail_time, state.mail_ts().reshape(Shape(n))}},
+                   Tensor{}, idx);
   }
   return c;
 }

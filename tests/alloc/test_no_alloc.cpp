@@ -313,6 +313,8 @@ struct Step {
     ops::act_backward(ops::Act::relu, dcat, dcat, cat);
     Tensor pair = arena.alloc(DType::f32, Shape(2 * B, H));
     ops::gather_cols(pair.reshape(Shape(B, 2 * H)), {{table, idx}, {table, idx}});
+    ops::copy_rows({{rows, table}, {rows, table}}, Tensor{}, idx);
+    ops::copy_rows({{table, rows}}, idx, Tensor{});
     ops::add_blocks_relu_forward(pair, rows);
     Tensor dpair = arena.alloc(DType::f32, Shape(2 * B, H));
     ops::fill(dpair, 1.0);

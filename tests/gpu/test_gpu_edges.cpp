@@ -120,6 +120,12 @@ TEST_F(GpuEdges, IndexPastTheTableIsAnErrorNamingTheOp) {
   expect_index_error("gather_cols", [&] {
     ops::gather_cols(both.gpu, {{table.gpu, idx.gpu}, {table.gpu, idx.gpu}});
   });
+  expect_index_error("copy_rows", [&] {
+    ops::copy_rows({{rows.gpu, table.gpu}}, Tensor{}, idx.gpu);
+  });
+  expect_index_error("copy_rows", [&] {
+    ops::copy_rows({{table.gpu, rows.gpu}}, idx.gpu, Tensor{});
+  });
   // The CPU refuses the same call at once.
   EXPECT_THROW(ops::gather_rows(rows.cpu, table.cpu, idx.cpu), depbloom::Error);
 }

@@ -1,9 +1,10 @@
 // GPU suite, data movement, loss, optimiser and basic ops: gather/scatter (deterministic
-// scatter bitwise repeatable), scatter_rows (overwrite, distinct indices), concat/split,
-// BCE, Adam and fill/copy/axpy/scale/sum/sum_squares on cuda:0 against the CPU ops. Every
-// test skips without a usable GPU.
+// scatter bitwise repeatable), scatter_rows (overwrite, distinct indices), copy_rows,
+// concat/split, BCE, Adam and fill/copy/axpy/scale/sum/sum_squares on cuda:0 against the CPU
+// ops. Every test skips without a usable GPU.
 #include <gtest/gtest.h>
 
+#include <array>
 #include <cmath>
 
 #include "gpu/gpu_test_util.h"
@@ -78,6 +79,43 @@ Both<I> distinct_indices(Rand& rng, int64_t n, int64_t N) {
   for (int64_t i = 0; i < n; ++i)
     idx[i] = static_cast<I>(rng.below(7) == 0 || next == perm.size() ? -1 : perm[next++]);
   return Both<I>(std::move(idx));
+}
+
+// The node state's reads and writes: four tables (widths 100, 1, 172, 1) moved by one
+// mapping, as a gather, a scatter to distinct rows, and both.
+TEST_F(GpuRows, CopyRows) {
+  Rand rng(3013);
+  for (auto [N, n] : {std::pair<int64_t, int64_t>{1, 1}, {300, 257}, {4000, 3000}}) {
+    SCOPED_TRACE(testing::Message() << "N " << N << " n " << n);
+    const int64_t widths[4] = {100, 1, 172, 1};
+    std::vector<F> table, rows, dst;
+    for (const int64_t w : widths) {
+      table.emplace_back(Shape(N, w), rng.vec(N * w));
+      rows.push_back(F::nan(Shape(n, w)));
+      dst.emplace_back(Shape(N, w), rng.vec(N * w));
+    }
+    auto parts = [&](std::vector<F>& to, std::vector<F>& from, bool gpu) {
+      auto side = [gpu](F& t) -> Tensor { return gpu ? t.gpu.view() : t.cpu.view(); };
+      return std::array<ops::RowsPart, 4>{
+          ops::RowsPart{side(to[0]), side(from[0])}, ops::RowsPart{side(to[1]), side(from[1])},
+          ops::RowsPart{side(to[2]), side(from[2])}, ops::RowsPart{side(to[3]), side(from[3])}};
+    };
+    Both<int64_t> from = indices<int64_t>(rng, n, N);
+    Both<int32_t> to = distinct_indices<int32_t>(rng, n, N);
+    for (const bool gpu : {false, true}) {
+      const auto p = parts(rows, table, gpu);
+      ops::copy_rows({p[0], p[1], p[2], p[3]}, Tensor{}, gpu ? from.gpu.view() : from.cpu.view());
+      const auto q = parts(dst, rows, gpu);
+      ops::copy_rows({q[0], q[1]}, gpu ? to.gpu.view() : to.cpu.view(), Tensor{});
+      const auto r = parts(dst, table, gpu);
+      ops::copy_rows({r[2], r[3]}, gpu ? to.gpu.view() : to.cpu.view(),
+                     gpu ? from.gpu.view() : from.cpu.view());
+    }
+    for (int t = 0; t < 4; ++t) {
+      EXPECT_TRUE(rows[t].matches_bitwise()) << "gathered table " << t;
+      EXPECT_TRUE(dst[t].matches_bitwise()) << "written table " << t;
+    }
+  }
 }
 
 // dst starts random on both sides; rows not named by idx must keep their values. A copy is

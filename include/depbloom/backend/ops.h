@@ -39,6 +39,12 @@ struct GatherPart {
   Tensor idx;  // [R]
 };
 
+// One table of copy_rows: rows of src copied into rows of dst (1-D tensors count as [N, 1]).
+struct RowsPart {
+  Tensor dst;  // [D, W]; undefined: the part is skipped
+  Tensor src;  // [S, W]
+};
+
 struct AdamConfig {
   double lr = 1e-4;
   double beta1 = 0.9;

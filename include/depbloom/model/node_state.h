@@ -38,6 +38,15 @@ struct WriteFilter {
   bool passes(int32_t node) const { return mark == nullptr || mark[node] == apply_mark; }
 };
 
+// The node-state rows of a batch's memory rows, as the gather stage reads them (undefined
+// for a model without memory; NodeState::gather skips an undefined one).
+struct MemoryRows {
+  Tensor memory;       // [U, d_mem]
+  Tensor last_update;  // [U] the rows' last-update times, before this step's writes
+  Tensor mail;         // [U, slots, d_mail]
+  Tensor mail_ts;      // [U, slots] (slot order as stored)
+};
+
 class NodeState {
  public:
   NodeState(int64_t num_nodes, int64_t memory_dim, int64_t mail_dim, int mail_slots,
@@ -53,9 +62,6 @@ class NodeState {
   // rules of WriteSet; staging from `arena`. Returns the memory rows and mails written.
   int64_t apply(const WriteSet& writes, const WriteFilter& filter, Arena& arena);
 
-  // Scatters rows into the state: memory rows [n, d_mem] and times [n] of the nodes in idx
-  // [n] (distinct ids, i32 on the state's device; negative ids skipped).
-  void write_memory(const Tensor& rows, const Tensor& times, const Tensor& idx);
   // Mail rows [n, d_mail] and times [n] into the flat slots idx [n] = node * slots + slot
   // (distinct; from claim_mail_slot).
   void write_mail(const Tensor& rows, const Tensor& times, const Tensor& flat_slot);
@@ -66,11 +72,8 @@ class NodeState {
   void set_rings(const std::vector<int32_t>& heads, const std::vector<int32_t>& counts);
 
   // Rows of the nodes in idx [n] (i32/i64 on the state's device; a negative id gives a
-  // zero row, as padding). memory_out [n, d_mem]; last_update_out [n];
-  // mail_out [n, slots, d_mail]; mail_ts_out [n, slots] (slot order as stored).
-  void gather_memory(const Tensor& memory_out, const Tensor& idx) const;
-  void gather_last_update(const Tensor& last_update_out, const Tensor& idx) const;
-  void gather_mail(const Tensor& mail_out, const Tensor& mail_ts_out, const Tensor& idx) const;
+  // zero row, as padding) into out's defined tensors, all in one op call.
+  void gather(const MemoryRows& out, const Tensor& idx) const;
 
   // The ring slot the next mail of `node` goes to (the oldest one once the ring is full);
   // advances the ring. Host bookkeeping only: the caller writes the mail row there.
@@ -98,6 +101,13 @@ class NodeState {
   const Tensor& mail_ts() const { return mail_ts_.view(); }          // [N, slots]
 
  private:
+  // rows and times at the positions src_idx (all in order when undefined) into the nodes
+  // of idx (distinct, i32 on the state's device), or into the flat ring slots: one op call.
+  void write_memory_from(const Tensor& rows, const Tensor& times, const Tensor& idx,
+                         const Tensor& src_idx);
+  void write_mail_from(const Tensor& rows, const Tensor& times, const Tensor& flat_slot,
+                       const Tensor& src_idx);
+
   int64_t num_nodes_, memory_dim_, mail_dim_;
   int slots_;
   OwnedTensor memory_, last_update_, mail_, mail_ts_;

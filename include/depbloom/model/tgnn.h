@@ -92,15 +92,6 @@ struct TgnnInputs {
   uint32_t epoch = 0;
 };
 
-// The node-state rows of a batch's memory rows, as the gather stage reads them (undefined
-// for a model without memory).
-struct MemoryRows {
-  Tensor memory;       // [U, d_mem]
-  Tensor last_update;  // [U] the rows' last-update times, before this step's writes
-  Tensor mail;         // [U, slots, d_mail]
-  Tensor mail_ts;      // [U, slots]
-};
-
 class MemoryPart;
 class EmbeddingPart;
 class UpdaterRefinement;

@@ -1,7 +1,9 @@
 // CPU row movement: gather of rows by index (negative = zero row), or added to the output,
 // deterministic scatter-add
-// and scatter (overwrite) of rows, and column-wise concat/split. Indices are validated
+// and scatter (overwrite) of rows, several tables' rows by one mapping (copy_rows), and
+// column-wise concat/split. Indices are validated
 // before any row moves, so a bad index throws with nothing half-written by worker threads.
+#include <algorithm>
 #include <array>
 #include <cstring>
 
@@ -150,6 +152,81 @@ void scatter_rows(const Tensor& dst, const Tensor& src, const Tensor& idx) {
       split_across_threads(rows, body);
     }
   });
+}
+
+namespace {
+
+// One side of copy_rows: an index (i32 or i64), or none for positions 0..n-1.
+struct RowMap {
+  const void* idx;
+  bool wide;
+  int64_t at(int64_t i) const {
+    if (idx == nullptr) return i;
+    return wide ? static_cast<const int64_t*>(idx)[i] : static_cast<const int32_t*>(idx)[i];
+  }
+};
+
+RowMap checked_row_map(const Tensor& idx, int64_t n, int64_t rows, const Tensor& table) {
+  if (!idx.defined()) return RowMap{nullptr, false};
+  visit_index(idx.dtype(), [&](auto index_zero) {
+    using I = decltype(index_zero);
+    check_indices("copy_rows", idx.data<I>(), n, rows, table);
+  });
+  return RowMap{idx.raw(), idx.dtype() == DType::i64};
+}
+
+}  // namespace
+
+void copy_rows(std::initializer_list<RowsPart> parts, const Tensor& dst_idx,
+               const Tensor& src_idx) {
+  struct Table {
+    char* dst;
+    const char* src;
+    size_t bytes;
+  };
+  std::array<Table, 4> tables{};  // the dispatch takes at most 4
+  size_t count = 0, row_bytes = 0;
+  const RowsPart* lead = nullptr;
+  for (const RowsPart& p : parts) {
+    if (!p.dst.defined()) continue;
+    if (lead == nullptr) lead = &p;
+    const size_t bytes = static_cast<size_t>(p.dst.row_size()) * dtype_size(p.dst.dtype());
+    tables[count++] =
+        Table{static_cast<char*>(p.dst.raw()), static_cast<const char*>(p.src.raw()), bytes};
+    row_bytes += bytes;
+  }
+  const int64_t n = (dst_idx.defined() ? dst_idx : src_idx).numel();
+  const int64_t dst_rows = lead->dst.dim(0);
+  const RowMap to = checked_row_map(dst_idx, n, dst_rows, lead->dst);
+  const RowMap from = checked_row_map(src_idx, n, lead->src.dim(0), lead->src);
+  auto move = [&](int64_t i, int64_t d) {
+    const int64_t s = from.at(i);
+    for (size_t t = 0; t < count; ++t) {
+      const Table& tab = tables[t];
+      char* out = tab.dst + static_cast<size_t>(d) * tab.bytes;
+      if (s < 0) {
+        std::memset(out, 0, tab.bytes);
+      } else {
+        std::memcpy(out, tab.src + static_cast<size_t>(s) * tab.bytes, tab.bytes);
+      }
+    }
+  };
+  const int64_t cost = static_cast<int64_t>(row_bytes / 4) + 8 * static_cast<int64_t>(count);
+  if (to.idx == nullptr) {
+    parallel_for(n, cost, [&](int64_t begin, int64_t end) {
+      for (int64_t i = begin; i < end; ++i) move(i, i);
+    });
+    return;
+  }
+  // As scatter_rows: threads own ranges of destination rows and walk all indices in order,
+  // so of duplicate destinations the last wins whatever the thread count.
+  parallel_for(dst_rows, n * cost / std::max<int64_t>(dst_rows, 1) + 1,
+               [&](int64_t r0, int64_t r1) {
+                 for (int64_t i = 0; i < n; ++i) {
+                   const int64_t d = to.at(i);
+                   if (d >= r0 && d < r1) move(i, d);  // skips negative destinations too
+                 }
+               });
 }
 
 namespace {

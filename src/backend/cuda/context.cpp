@@ -170,6 +170,8 @@ const char* index_op_name(int op) {
       return "scatter_rows";
     case kernels::kGatherCols:
       return "gather_cols";
+    case kernels::kCopyRows:
+      return "copy_rows";
     default:
       return "a row op";
   }

@@ -207,6 +207,29 @@ void gather_cols(const Tensor& out, std::initializer_list<GatherPart> parts) {
                                      backend::index_fault(device), stream));
 }
 
+void copy_rows(std::initializer_list<RowsPart> parts, const Tensor& dst_idx,
+               const Tensor& src_idx) {
+  std::array<kernels::RowsCopy, kernels::kMaxGatherParts> group{};
+  int count = 0;
+  const RowsPart* lead = nullptr;
+  for (const RowsPart& p : parts) {  // at most kMaxGatherParts (checked at dispatch)
+    if (!p.dst.defined()) continue;
+    if (lead == nullptr) lead = &p;
+    group[static_cast<size_t>(count++)] =
+        kernels::RowsCopy{p.dst.data<float>(), p.src.data<float>(), p.dst.row_size()};
+  }
+  auto side = [](const Tensor& idx, int64_t rows) {
+    return kernels::RowSide{idx.defined() ? idx.raw() : nullptr,
+                            idx.defined() && idx.dtype() == DType::i64, rows};
+  };
+  const int64_t n = (dst_idx.defined() ? dst_idx : src_idx).numel();
+  const int device = device_of(lead->dst);
+  cudaStream_t stream = backend::enter_device(device);
+  DB_CHECK_CUDA(kernels::copy_rows(group.data(), count, side(dst_idx, lead->dst.dim(0)),
+                                   side(src_idx, lead->src.dim(0)), n, backend::index_fault(device),
+                                   stream));
+}
+
 void split_cols(std::initializer_list<Tensor> parts, const Tensor& in) {
   if (in.empty()) return;
   cudaStream_t stream = backend::enter_device(device_of(in));

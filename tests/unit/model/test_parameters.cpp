@@ -182,9 +182,7 @@ TEST(NodeState, ResetGatherAndMailboxRing) {
   const Tensor idx = Tensor::wrap(ids.data(), Shape(3));
   OwnedTensor m(DType::f64, Shape(3, 3)), t(DType::f64, Shape(3));
   OwnedTensor mb(DType::f64, Shape(3, 2, 2)), mt(DType::f64, Shape(3, 2));
-  state.gather_memory(m, idx);
-  state.gather_last_update(t, idx);
-  state.gather_mail(mb, mt, idx);
+  state.gather(model::MemoryRows{m, t, mb, mt}, idx);
   for (int c = 0; c < 3; ++c) {
     EXPECT_EQ(m.data<double>()[c], mem[3 * 3 + c]);
     EXPECT_EQ(m.data<double>()[3 + c], 0.0);  // padding row
