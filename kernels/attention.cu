@@ -67,7 +67,8 @@ __global__ void masked_softmax_backward_kernel(float* dx, const float* dy, const
 
 // One warp per (row, head). attn doubles as scratch: pass 1 stores the scores, pass 2
 // turns them into probabilities, pass 3 sums the values. A fully masked row ends with
-// attn = 0 and out = 0 without a special case (no valid slot is ever read).
+// attn = 0 and out = 0 without a special case (no valid slot is ever read). k and v point
+// into one [rows, slots, 2 * heads * dim] tensor: a slot's key, then its value.
 __global__ void attention_forward_kernel(float* out, float* attn, const float* q, const float* k,
                                          const float* v, const uint8_t* mask, int64_t rows,
                                          int64_t slots, int64_t heads, int64_t dim, float scale,
@@ -86,7 +87,7 @@ __global__ void attention_forward_kernel(float* out, float* attn, const float* q
         if (lane == 0) ar[j] = 0.0f;
         continue;
       }
-      const float* kj = k + (r * slots + j) * hd + h * dim;
+      const float* kj = k + (r * slots + j) * 2 * hd + h * dim;
       float p = 0.0f;
       for (int64_t d = lane; d < dim; d += kWarp) p += qh[d] * kj[d];
       const float t = scale * warp_sum(p);
@@ -111,7 +112,7 @@ __global__ void attention_forward_kernel(float* out, float* attn, const float* q
     for (int64_t d = lane; d < dim; d += kWarp) {
       float acc = 0.0f;
       for (int64_t j = 0; j < slots; ++j)
-        if (mr[j] != 0) acc += ar[j] * v[(r * slots + j) * hd + h * dim + d];
+        if (mr[j] != 0) acc += ar[j] * v[(r * slots + j) * 2 * hd + h * dim + d];
       oh[d] = acc;
     }
   }
@@ -141,7 +142,7 @@ __global__ void attention_backward_kernel(float* dq, float* dk, float* dv, const
     float c = 0.0f;
     for (int64_t j = 0; j < slots; ++j) {
       if (mr[j] == 0) continue;
-      const int64_t base = (r * slots + j) * hd + h * dim;
+      const int64_t base = (r * slots + j) * 2 * hd + h * dim;
       float pv = 0.0f;
       float pk = 0.0f;
       for (int64_t d = lane; d < dim; d += kWarp) {
@@ -167,7 +168,7 @@ __global__ void attention_backward_kernel(float* dq, float* dk, float* dv, const
       const float dod = doh[d];
       float acc = 0.0f;
       for (int64_t j = 0; j < slots; ++j) {
-        const int64_t i = (r * slots + j) * hd + h * dim + d;
+        const int64_t i = (r * slots + j) * 2 * hd + h * dim + d;
         if (mr[j] != 0) {
           const float g = gs[j];
           acc += g * k[i];
@@ -201,13 +202,12 @@ cudaError_t masked_softmax_backward(float* dx, const float* dy, const float* y, 
   return cudaGetLastError();
 }
 
-cudaError_t attention_forward(float* out, float* attn, const float* q, const float* k,
-                              const float* v, const uint8_t* mask, int64_t rows, int64_t slots,
-                              int64_t heads, int64_t dim, float scale, float slope,
-                              cudaStream_t stream) {
+cudaError_t attention_forward(float* out, float* attn, const float* q, const float* kv,
+                              const uint8_t* mask, int64_t rows, int64_t slots, int64_t heads,
+                              int64_t dim, float scale, float slope, cudaStream_t stream) {
   if (rows <= 0 || heads <= 0) return cudaSuccess;
   attention_forward_kernel<<<grid_for(rows * heads, kWarpsPerBlock), kBlock, 0, stream>>>(
-      out, attn, q, k, v, mask, rows, slots, heads, dim, scale, slope);
+      out, attn, q, kv, kv + heads * dim, mask, rows, slots, heads, dim, scale, slope);
   return cudaGetLastError();
 }
 
@@ -215,17 +215,18 @@ size_t attention_backward_workspace_bytes(int64_t rows, int64_t slots, int64_t h
   return 2 * static_cast<size_t>(rows * heads * slots) * sizeof(float);
 }
 
-cudaError_t attention_backward(float* dq, float* dk, float* dv, const float* dout,
-                               const float* attn, const float* q, const float* k, const float* v,
-                               const uint8_t* mask, int64_t rows, int64_t slots, int64_t heads,
-                               int64_t dim, float scale, float slope, void* workspace,
-                               cudaStream_t stream) {
+cudaError_t attention_backward(float* dq, float* dkv, const float* dout, const float* attn,
+                               const float* q, const float* kv, const uint8_t* mask, int64_t rows,
+                               int64_t slots, int64_t heads, int64_t dim, float scale, float slope,
+                               void* workspace, cudaStream_t stream) {
   if (rows <= 0 || heads <= 0) return cudaSuccess;
   if (slots > 0 && workspace == nullptr) return cudaErrorInvalidValue;
   auto* gs = static_cast<float*>(workspace);
   float* fs = gs + rows * heads * slots;
+  const int64_t hd = heads * dim;
   attention_backward_kernel<<<grid_for(rows * heads, kWarpsPerBlock), kBlock, 0, stream>>>(
-      dq, dk, dv, dout, attn, q, k, v, mask, rows, slots, heads, dim, scale, slope, gs, fs);
+      dq, dkv, dkv + hd, dout, attn, q, kv, kv + hd, mask, rows, slots, heads, dim, scale, slope,
+      gs, fs);
   return cudaGetLastError();
 }
 

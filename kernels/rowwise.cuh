@@ -17,19 +17,18 @@ cudaError_t masked_softmax_forward(float* y, const float* x, const uint8_t* mask
 cudaError_t masked_softmax_backward(float* dx, const float* dy, const float* y, int64_t rows,
                                     int64_t k, cudaStream_t stream);
 
-// q, out [rows, heads*dim]; k, v [rows, slots, heads*dim]; mask [rows, slots];
-// attn [rows, heads, slots]. Scores act(scale * <q_h, k_jh>) with leaky_relu(slope).
-cudaError_t attention_forward(float* out, float* attn, const float* q, const float* k,
-                              const float* v, const uint8_t* mask, int64_t rows, int64_t slots,
-                              int64_t heads, int64_t dim, float scale, float slope,
-                              cudaStream_t stream);
-// Scratch the backward needs: two floats per (row, head, slot).
+// q, out [rows, heads*dim]; kv [rows, slots, 2*heads*dim] (each slot's key, then its
+// value); mask [rows, slots]; attn [rows, heads, slots]. Scores act(scale * <q_h, k_jh>)
+// with leaky_relu(slope).
+cudaError_t attention_forward(float* out, float* attn, const float* q, const float* kv,
+                              const uint8_t* mask, int64_t rows, int64_t slots, int64_t heads,
+                              int64_t dim, float scale, float slope, cudaStream_t stream);
+// Scratch the backward needs: two floats per (row, head, slot). dkv as kv.
 size_t attention_backward_workspace_bytes(int64_t rows, int64_t slots, int64_t heads);
-cudaError_t attention_backward(float* dq, float* dk, float* dv, const float* dout,
-                               const float* attn, const float* q, const float* k, const float* v,
-                               const uint8_t* mask, int64_t rows, int64_t slots, int64_t heads,
-                               int64_t dim, float scale, float slope, void* workspace,
-                               cudaStream_t stream);
+cudaError_t attention_backward(float* dq, float* dkv, const float* dout, const float* attn,
+                               const float* q, const float* kv, const uint8_t* mask, int64_t rows,
+                               int64_t slots, int64_t heads, int64_t dim, float scale, float slope,
+                               void* workspace, cudaStream_t stream);
 
 // y, x [rows, dim]; gamma, beta [dim]; mean, rstd [rows]. Row statistics in double.
 cudaError_t layer_norm_forward(float* y, float* mean, float* rstd, const float* x,

@@ -131,47 +131,45 @@ void masked_softmax_backward(const Tensor& dx, const Tensor& dy, const Tensor& y
 }
 
 namespace {
-// q [R,H*D]; k, v [R,K,H*D]; mask [R,K]; attn [R,H,K]. All sizes come from q and k.
-void check_attention(const char* op, const Tensor& attn, const Tensor& q, const Tensor& k,
-                     const Tensor& v, const Tensor& mask, int heads) {
+// q [R,H*D]; kv [R,K,2*H*D]; mask [R,K]; attn [R,H,K]. All sizes come from q and kv.
+void check_attention(const char* op, const Tensor& attn, const Tensor& q, const Tensor& kv,
+                     const Tensor& mask, int heads) {
   detail::require_float(op, "q", q);
   detail::require_rank(op, "q", q, 2);
-  detail::require_rank(op, "k", k, 3);
-  detail::require_same_dtype(op, "k", k, "q", q);
-  const int64_t rows = q.dim(0), width = q.dim(1), slots = k.dim(1);
+  detail::require_rank(op, "kv", kv, 3);
+  detail::require_same_dtype(op, "kv", kv, "q", q);
+  const int64_t rows = q.dim(0), width = q.dim(1), slots = kv.dim(1);
   DB_ASSERT(heads >= 1 && width % heads == 0, "{}: {} heads do not divide the width of q {}", op,
             heads, q.str());
-  detail::require_shape(op, "k", k, Shape(rows, slots, width), "q", q);
-  detail::require_like(op, "v", v, "k", k);
+  detail::require_shape(op, "kv", kv, Shape(rows, slots, 2 * width), "q", q);
   detail::require_mask(op, "mask", mask);
-  detail::require_shape(op, "mask", mask, Shape(rows, slots), "k", k);
+  detail::require_shape(op, "mask", mask, Shape(rows, slots), "kv", kv);
   detail::require_same_dtype(op, "attn", attn, "q", q);
-  detail::require_shape(op, "attn", attn, Shape(rows, heads, slots), "k", k);
+  detail::require_shape(op, "attn", attn, Shape(rows, heads, slots), "kv", kv);
 }
 }  // namespace
 
-void attention_forward(const Tensor& out, const Tensor& attn, const Tensor& q, const Tensor& k,
-                       const Tensor& v, const Tensor& mask, int heads, double scale, double slope) {
+void attention_forward(const Tensor& out, const Tensor& attn, const Tensor& q, const Tensor& kv,
+                       const Tensor& mask, int heads, double scale, double slope) {
   const char* op = "attention_forward";
-  detail::common_device(op, out, attn, q, k, v, mask);
-  check_attention(op, attn, q, k, v, mask, heads);
+  detail::common_device(op, out, attn, q, kv, mask);
+  check_attention(op, attn, q, kv, mask, heads);
   detail::require_like(op, "out", out, "q", q);
-  DB_DISPATCH_OP(attention_forward, q.device(), q.dtype(), out, attn, q, k, v, mask, heads, scale,
+  DB_DISPATCH_OP(attention_forward, q.device(), q.dtype(), out, attn, q, kv, mask, heads, scale,
                  slope);
 }
 
-void attention_backward(const Tensor& dq, const Tensor& dk, const Tensor& dv, const Tensor& dout,
-                        const Tensor& attn, const Tensor& q, const Tensor& k, const Tensor& v,
-                        const Tensor& mask, int heads, double scale, double slope) {
+void attention_backward(const Tensor& dq, const Tensor& dkv, const Tensor& dout, const Tensor& attn,
+                        const Tensor& q, const Tensor& kv, const Tensor& mask, int heads,
+                        double scale, double slope) {
   const char* op = "attention_backward";
-  detail::common_device(op, dq, dk, dv, dout, attn, q, k, v, mask);
-  check_attention(op, attn, q, k, v, mask, heads);
+  detail::common_device(op, dq, dkv, dout, attn, q, kv, mask);
+  check_attention(op, attn, q, kv, mask, heads);
   detail::require_like(op, "dout", dout, "q", q);
   detail::require_like(op, "dq", dq, "q", q);
-  detail::require_like(op, "dk", dk, "k", k);
-  detail::require_like(op, "dv", dv, "v", v);
-  DB_DISPATCH_OP(attention_backward, q.device(), q.dtype(), dq, dk, dv, dout, attn, q, k, v, mask,
-                 heads, scale, slope);
+  detail::require_like(op, "dkv", dkv, "kv", kv);
+  DB_DISPATCH_OP(attention_backward, q.device(), q.dtype(), dq, dkv, dout, attn, q, kv, mask, heads,
+                 scale, slope);
 }
 
 void layer_norm_forward(const Tensor& y, const Tensor& mean, const Tensor& rstd, const Tensor& x,

@@ -37,6 +37,8 @@ ApanMemoryUpdater::ApanMemoryUpdater(ParameterStore& store, const std::string& n
   ids_.b_k = store.declare(p + "b_k", Shape(m), linear, kv, m);
   ids_.w_v = store.declare(p + "w_v", Shape(m, kv), linear, kv, m);
   ids_.b_v = store.declare(p + "b_v", Shape(m), linear, kv, m);
+  store.place_after(ids_.w_v, ids_.w_k);  // keys and values: one GEMM over one input
+  store.place_after(ids_.b_v, ids_.b_k);
   ids_.ln_gamma = store.declare(p + "ln_gamma", Shape(m), InitScheme::ones);
   ids_.ln_beta = store.declare(p + "ln_beta", Shape(m), InitScheme::zeros);
   ids_.w_o = store.declare(p + "w_o", Shape(m, m), linear, m, m);
@@ -46,8 +48,20 @@ ApanMemoryUpdater::ApanMemoryUpdater(ParameterStore& store, const std::string& n
 ApanUpdaterWeights ApanMemoryUpdater::views(bool grads) const {
   auto at = [&](ParamId id) { return store_->view(id, grads); };
   const Ids& i = ids_;
-  return {at(i.time_w), at(i.time_b), at(i.w_q),      at(i.b_q),     at(i.w_k), at(i.b_k),
-          at(i.w_v),    at(i.b_v),    at(i.ln_gamma), at(i.ln_beta), at(i.w_o), at(i.b_o)};
+  return {at(i.time_w),
+          at(i.time_b),
+          at(i.w_q),
+          at(i.b_q),
+          at(i.w_k),
+          at(i.b_k),
+          at(i.w_v),
+          at(i.b_v),
+          at(i.ln_gamma),
+          at(i.ln_beta),
+          at(i.w_o),
+          at(i.b_o),
+          store_->stacked(i.w_k, i.w_v, grads),
+          store_->stacked(i.b_k, i.b_v, grads)};
 }
 
 ApanUpdaterWeights ApanMemoryUpdater::weights() const {
@@ -110,14 +124,12 @@ void ApanMemoryUpdater::forward(const Tensor& new_memory, ApanUpdaterContext& ct
   } else {
     ctx.kv_in = mail2;  // the mails themselves: no copy needed
   }
-  ctx.k = arena.alloc(dt_type, Shape(B, S, c.d_mem));
-  ctx.v = arena.alloc(dt_type, Shape(B, S, c.d_mem));
-  detail::affine_forward(ctx.k.reshape(Shape(N, c.d_mem)), ctx.kv_in, w.w_k, w.b_k);
-  detail::affine_forward(ctx.v.reshape(Shape(N, c.d_mem)), ctx.kv_in, w.w_v, w.b_v);
+  ctx.kv = arena.alloc(dt_type, Shape(B, S, 2 * c.d_mem));
+  detail::affine_forward(ctx.kv.reshape(Shape(N, 2 * c.d_mem)), ctx.kv_in, w.w_kv, w.b_kv);
 
   ctx.resid = arena.alloc(dt_type, Shape(B, c.d_mem));
   ctx.attn = arena.alloc(dt_type, Shape(B, c.heads, S));
-  ops::attention_forward(ctx.resid, ctx.attn, ctx.q, ctx.k, ctx.v, mask, c.heads, c.scale, c.slope);
+  ops::attention_forward(ctx.resid, ctx.attn, ctx.q, ctx.kv, mask, c.heads, c.scale, c.slope);
   ops::axpy(ctx.resid, 1.0, memory);  // residual: the old memory passes straight through
 
   ctx.ln_mean = arena.alloc(dt_type, Shape(B));
@@ -164,24 +176,23 @@ void ApanMemoryUpdater::backward(const Tensor& d_memory, const Tensor& d_mail,
                            ctx.ln_rstd, w.ln_gamma);
 
   Tensor dq = arena.alloc(dt_type, Shape(B, c.d_mem));
-  Tensor dk = arena.alloc(dt_type, Shape(B, S, c.d_mem));
-  Tensor dv = arena.alloc(dt_type, Shape(B, S, c.d_mem));
-  ops::attention_backward(dq, dk, dv, d_resid, ctx.attn, ctx.q, ctx.k, ctx.v, ctx.mask, c.heads,
-                          c.scale, c.slope);
+  Tensor dkv = arena.alloc(dt_type, Shape(B, S, 2 * c.d_mem));
+  ops::attention_backward(dq, dkv, d_resid, ctx.attn, ctx.q, ctx.kv, ctx.mask, c.heads, c.scale,
+                          c.slope);
 
   ops::copy(d_memory, d_resid);
   detail::affine_backward(d_memory, grads.w_q, grads.b_q, dq, ctx.memory, w.w_q, true);
 
-  // Keys and values read the same input: their input gradients add up.
+  // Keys and values read the same input: one product through the stacked [W_k; W_v] sums
+  // their input gradients.
   const bool want_kv_in = want_mail || c.d_time > 0;
   Tensor d_kv_in;
   if (want_kv_in) {
     d_kv_in = c.d_time == 0 ? d_mail.reshape(Shape(N, c.d_mail))
                             : arena.alloc(dt_type, Shape(N, c.d_kv_in()));
   }
-  const Tensor dk2 = dk.reshape(Shape(N, c.d_mem)), dv2 = dv.reshape(Shape(N, c.d_mem));
-  detail::affine_backward(d_kv_in, grads.w_k, grads.b_k, dk2, ctx.kv_in, w.w_k);
-  detail::affine_backward(d_kv_in, grads.w_v, grads.b_v, dv2, ctx.kv_in, w.w_v, true);
+  detail::affine_backward(d_kv_in, grads.w_kv, grads.b_kv, dkv.reshape(Shape(N, 2 * c.d_mem)),
+                          ctx.kv_in, w.w_kv);
   if (c.d_time > 0) {
     Tensor d_m =
         want_mail ? d_mail.reshape(Shape(N, c.d_mail)) : arena.alloc(dt_type, Shape(N, c.d_mail));

@@ -30,18 +30,48 @@ ParamId ParameterStore::declare(const std::string& name, Shape shape, InitScheme
   return ParamId{static_cast<int32_t>(entries_.size() - 1)};
 }
 
+void ParameterStore::place_after(ParamId id, ParamId anchor) {
+  DB_ASSERT(!finalized_, "place_after() after finalize()");
+  DB_ASSERT(id.valid() && anchor.valid() && id.index != anchor.index &&
+                static_cast<size_t>(std::max(id.index, anchor.index)) < entries_.size(),
+            "place_after: ids {} and {} do not name two declared parameters", id.index,
+            anchor.index);
+  ParameterEntry& e = entries_[static_cast<size_t>(id.index)];
+  const ParameterEntry& a = entries_[static_cast<size_t>(anchor.index)];
+  DB_ASSERT(e.after < 0 && a.after < 0, "place_after: '{}' after '{}': placements do not chain",
+            e.name, a.name);
+  for (const ParameterEntry& other : entries_)
+    DB_ASSERT(other.after != id.index, "place_after: '{}' already has '{}' placed after it", e.name,
+              other.name);
+  e.after = anchor.index;
+}
+
 void ParameterStore::finalize() {
   DB_ASSERT(!finalized_, "finalize() called twice");
-  // Sort positions by name; the ids handed out keep pointing at their entries.
+  // Canonical order: by name. The ids handed out keep pointing at their entries.
   std::vector<int32_t> order(entries_.size());
   std::iota(order.begin(), order.end(), 0);
   std::sort(order.begin(), order.end(),
             [&](int32_t a, int32_t b) { return entries_[a].name < entries_[b].name; });
+  int64_t canonical = 0;
+  for (const int32_t i : order) {
+    entries_[static_cast<size_t>(i)].canonical_offset = canonical;
+    canonical += entries_[static_cast<size_t>(i)].shape.numel();
+  }
+  // Layout order: canonical, with each placed parameter moved right after its anchor.
+  std::vector<int32_t> layout;
+  layout.reserve(order.size());
+  for (const int32_t i : order) {
+    if (entries_[static_cast<size_t>(i)].after >= 0) continue;
+    layout.push_back(i);
+    for (const int32_t j : order)
+      if (entries_[static_cast<size_t>(j)].after == i) layout.push_back(j);
+  }
   std::vector<ParameterEntry> sorted;
   sorted.reserve(entries_.size());
-  for (size_t pos = 0; pos < order.size(); ++pos) {
-    sorted.push_back(entries_[static_cast<size_t>(order[pos])]);
-    slot_of_id_[static_cast<size_t>(order[pos])] = static_cast<int32_t>(pos);
+  for (size_t pos = 0; pos < layout.size(); ++pos) {
+    sorted.push_back(entries_[static_cast<size_t>(layout[pos])]);
+    slot_of_id_[static_cast<size_t>(layout[pos])] = static_cast<int32_t>(pos);
   }
   entries_ = std::move(sorted);
   total_ = 0;
@@ -63,6 +93,7 @@ void ParameterStore::initialize(uint64_t seed) {
   for (const auto& e : entries_) {
     const int64_t n = e.shape.numel();
     double* out = host.data() + e.offset;
+    const auto key_base = static_cast<uint64_t>(e.canonical_offset);
     switch (e.init) {
       case InitScheme::zeros:
         std::fill(out, out + n, 0.0);
@@ -73,8 +104,9 @@ void ParameterStore::initialize(uint64_t seed) {
       case InitScheme::uniform_fan_in: {
         const double bound = 1.0 / std::sqrt(static_cast<double>(e.fan_in));
         for (int64_t i = 0; i < n; ++i) {
-          // Keyed by the global offset: distinct per parameter, independent of the backend.
-          const Philox4 r = philox_draw(key, static_cast<uint64_t>(e.offset + i), 0);
+          // Keyed by the canonical offset: distinct per parameter, independent of the backend
+          // and of placements.
+          const Philox4 r = philox_draw(key, key_base + static_cast<uint64_t>(i), 0);
           out[i] = (2.0 * uniform_double(r.v[0], r.v[1]) - 1.0) * bound;
         }
         break;
@@ -85,7 +117,7 @@ void ParameterStore::initialize(uint64_t seed) {
         const bool normal = e.init == InitScheme::xavier_normal;
         const double scale = normal ? std::sqrt(2.0 / fans) : std::sqrt(6.0 / fans);
         for (int64_t i = 0; i < n; ++i) {
-          const Philox4 r = philox_draw(key, static_cast<uint64_t>(e.offset + i), 0);
+          const Philox4 r = philox_draw(key, key_base + static_cast<uint64_t>(i), 0);
           const double u = uniform_double(r.v[0], r.v[1]);
           if (!normal) {
             out[i] = (2.0 * u - 1.0) * scale;
@@ -130,6 +162,40 @@ ParamId ParameterStore::checked_find(const std::string& name) const {
   const ParamId id = find(name);
   DB_ASSERT(id.valid(), "no parameter named '{}'", name);
   return id;
+}
+
+Tensor ParameterStore::stacked(ParamId first, ParamId second, bool grad) const {
+  DB_ASSERT(finalized_, "parameter views before finalize()");
+  const ParameterEntry& a = entry(first);
+  const ParameterEntry& b = entry(second);
+  DB_ASSERT(b.after == first.index && b.offset == a.offset + a.shape.numel(),
+            "parameter '{}' is not placed after '{}'", b.name, a.name);
+  Shape shape = a.shape;
+  shape.dims[0] += b.shape.dims[0];
+  DB_ASSERT(b.shape.rank == a.shape.rank && shape.numel() == a.shape.numel() + b.shape.numel(),
+            "parameters '{}' {} and '{}' {} do not stack", a.name, a.shape.str(), b.name,
+            b.shape.str());
+  const Tensor blob = grad ? grads_.view() : values_.view();
+  return blob.rows(a.offset, a.offset + shape.numel()).reshape(shape);
+}
+
+// Per parameter, rows of one flat host blob into another: to or from canonical order.
+void ParameterStore::to_canonical(const Tensor& canonical, const Tensor& laid_out) const {
+  DB_ASSERT(finalized_, "to_canonical() before finalize()");
+  for (const auto& e : entries_) {
+    const int64_t n = e.shape.numel();
+    ops::copy(canonical.rows(e.canonical_offset, e.canonical_offset + n),
+              laid_out.rows(e.offset, e.offset + n));
+  }
+}
+
+void ParameterStore::from_canonical(const Tensor& laid_out, const Tensor& canonical) const {
+  DB_ASSERT(finalized_, "from_canonical() before finalize()");
+  for (const auto& e : entries_) {
+    const int64_t n = e.shape.numel();
+    ops::copy(laid_out.rows(e.offset, e.offset + n),
+              canonical.rows(e.canonical_offset, e.canonical_offset + n));
+  }
 }
 
 Tensor ParameterStore::view_of(const OwnedTensor& blob, ParamId id) const {

@@ -53,6 +53,9 @@ void TemporalAttentionLayer::declare(ParameterStore& store, const std::string& p
   ids_.b_k = store.declare(p + "b_k", Shape(a), bias, kv_in, a);
   ids_.w_v = store.declare(p + "w_v", Shape(a, kv_in), proj, kv_in, fan_out);
   ids_.b_v = store.declare(p + "b_v", Shape(a), bias, kv_in, a);
+  // Keys and values project the same input: stored stacked, they are one GEMM.
+  store.place_after(ids_.w_v, ids_.w_k);
+  store.place_after(ids_.b_v, ids_.b_k);
   const InitScheme linear = InitScheme::uniform_fan_in;
   if (!tgn) {
     ids_.w_o = store.declare(p + "w_o", Shape(o, c.d_o_in()), linear, c.d_o_in(), o);
@@ -72,9 +75,25 @@ void TemporalAttentionLayer::declare(ParameterStore& store, const std::string& p
 TemporalAttentionWeights TemporalAttentionLayer::views(bool grads) const {
   auto at = [&](ParamId id) { return store_->view(id, grads); };
   const Ids& i = ids_;
-  return {at(i.time_w), at(i.time_b), at(i.w_q), at(i.b_q), at(i.w_k),      at(i.b_k),
-          at(i.w_v),    at(i.b_v),    at(i.w_o), at(i.b_o), at(i.ln_gamma), at(i.ln_beta),
-          at(i.w_p),    at(i.w_1),    at(i.b_1), at(i.w_2), at(i.b_2)};
+  return {at(i.time_w),
+          at(i.time_b),
+          at(i.w_q),
+          at(i.b_q),
+          at(i.w_k),
+          at(i.b_k),
+          at(i.w_v),
+          at(i.b_v),
+          at(i.w_o),
+          at(i.b_o),
+          at(i.ln_gamma),
+          at(i.ln_beta),
+          at(i.w_p),
+          at(i.w_1),
+          at(i.b_1),
+          at(i.w_2),
+          at(i.b_2),
+          store_->stacked(i.w_k, i.w_v, grads),
+          store_->stacked(i.b_k, i.b_v, grads)};
 }
 
 TemporalAttentionWeights TemporalAttentionLayer::weights() const {
@@ -168,7 +187,7 @@ void TemporalAttentionLayer::forward_impl(TemporalAttentionContext& ctx, const T
   project_keys_values(ctx, arena, w);
   ctx.att = arena.alloc(t, Shape(R, A));
   ctx.attn = arena.alloc(t, Shape(R, c.heads, K));
-  ops::attention_forward(ctx.att, ctx.attn, ctx.q, ctx.k, ctx.v, mask, c.heads, c.scale, c.slope);
+  ops::attention_forward(ctx.att, ctx.attn, ctx.q, ctx.kv, mask, c.heads, c.scale, c.slope);
   ctx.dropped = dropout.training && c.dropout > 0.0;
   ctx.o_in = arena.alloc(t, Shape(R, c.d_o_in()));
   if (c.style == AttentionStyle::tgn) {
@@ -178,16 +197,17 @@ void TemporalAttentionLayer::forward_impl(TemporalAttentionContext& ctx, const T
   }
 }
 
-// Key/value side, one row per (root, slot): [h_nbr || e || te(dt)] projected, or in table
-// mode the table rows projected once and the [e || te(dt)] share added per slot.
+// Key/value side, one row per (root, slot): [h_nbr || e || te(dt)] projected by the stacked
+// [W_k; W_v] (keys and values side by side in one GEMM), or in table mode the table rows
+// projected once and the [e || te(dt)] share added per slot.
 void TemporalAttentionLayer::project_keys_values(TemporalAttentionContext& ctx, Arena& arena,
                                                  const TemporalAttentionWeights& w) const {
   const auto& c = cfg_;
   const DType t = ctx.h_root.dtype();
   const int64_t R = ctx.roots, K = ctx.slots, N = R * K, A = c.d_att();
   const Tensor dt = ctx.dt.reshape(Shape(N));
-  ctx.k = arena.alloc(t, Shape(R, K, A));
-  ctx.v = arena.alloc(t, Shape(R, K, A));
+  ctx.kv = arena.alloc(t, Shape(R, K, 2 * A));
+  const Tensor kv = ctx.kv.reshape(Shape(N, 2 * A));
   if (ctx.from_table) {
     // [e || te(dt)]; without edge features, the encoding alone.
     ctx.kv_in = arena.alloc(t, Shape(N, c.d_edge + c.d_time));
@@ -197,16 +217,14 @@ void TemporalAttentionLayer::project_keys_values(TemporalAttentionContext& ctx, 
     } else {
       ops::time_encode_forward(ctx.kv_in, dt, w.time_w, w.time_b);
     }
-    project_from_table(ctx.k.reshape(Shape(N, A)), arena, ctx.nbr, ctx.kv_in, w.w_k, w.b_k);
-    project_from_table(ctx.v.reshape(Shape(N, A)), arena, ctx.nbr, ctx.kv_in, w.w_v, w.b_v);
+    project_from_table(kv, arena, ctx.nbr, ctx.kv_in, w.w_kv, w.b_kv);
     return;
   }
   ctx.kv_in = arena.alloc(t, Shape(N, c.d_kv_in()));
   ops::concat_cols_time_encode(
       ctx.kv_in, {ctx.h_nbr.reshape(Shape(N, c.d_in)), ctx.e.reshape(Shape(N, c.d_edge))}, dt,
       w.time_w, w.time_b);
-  detail::affine_forward(ctx.k.reshape(Shape(N, A)), ctx.kv_in, w.w_k, w.b_k);
-  detail::affine_forward(ctx.v.reshape(Shape(N, A)), ctx.kv_in, w.w_v, w.b_v);
+  detail::affine_forward(kv, ctx.kv_in, w.w_kv, w.b_kv);
 }
 
 // tgl style, after the attention: W_o over [attention || root], dropout, relu, layer norm.
@@ -268,10 +286,9 @@ void TemporalAttentionLayer::backward(const Tensor& dh_root, const Tensor& dh_nb
   }
 
   Tensor dq = arena.alloc(t, Shape(R, A));
-  Tensor dk = arena.alloc(t, Shape(R, K, A));
-  Tensor dv = arena.alloc(t, Shape(R, K, A));
-  ops::attention_backward(dq, dk, dv, d_att, ctx.attn, ctx.q, ctx.k, ctx.v, ctx.mask, c.heads,
-                          c.scale, c.slope);
+  Tensor dkv = arena.alloc(t, Shape(R, K, 2 * A));
+  ops::attention_backward(dq, dkv, d_att, ctx.attn, ctx.q, ctx.kv, ctx.mask, c.heads, c.scale,
+                          c.slope);
 
   // Query side, through W_q's column blocks: the root's share of dq adds to dh_root; te(0)'s
   // feeds time_b only.
@@ -281,22 +298,20 @@ void TemporalAttentionLayer::backward(const Tensor& dh_root, const Tensor& dh_nb
   ops::gemm(d_te_root, dq, ops::Trans::N, w.w_q.cols(c.d_in, c.d_q_in()), ops::Trans::N);
   ops::time_encode_backward(grads.time_w, grads.time_b, d_te_root, Tensor{}, w.time_w, w.time_b);
 
-  // Key/value side: both projections read kv_in = [h_nbr || e || te(dt)], so their input
-  // gradients add up; only the parts that need one are computed (rarely the edges').
-  const Tensor dk2 = dk.reshape(Shape(N, A)), dv2 = dv.reshape(Shape(N, A));
+  // Key/value side, through the stacked [W_k; W_v]: one product per part of kv_in = [h_nbr ||
+  // e || te(dt)] sums the keys' and values' shares; only the parts that need one are
+  // computed (rarely the edges').
+  const Tensor dkv2 = dkv.reshape(Shape(N, 2 * A));
   Tensor d_te_nbr = arena.alloc(t, Shape(N, c.d_time));
   if (ctx.from_table) {
-    backward_from_table(dh_nbr, de, d_te_nbr, grads.w_k, grads.b_k, dk2, ctx, w.w_k, false, arena);
-    backward_from_table(dh_nbr, de, d_te_nbr, grads.w_v, grads.b_v, dv2, ctx, w.w_v, true, arena);
+    backward_from_table(dh_nbr, de, d_te_nbr, grads.w_kv, grads.b_kv, dkv2, ctx, w.w_kv, arena);
   } else {
-    detail::affine_backward(Tensor{}, grads.w_k, grads.b_k, dk2, ctx.kv_in, w.w_k);
-    detail::affine_backward(Tensor{}, grads.w_v, grads.b_v, dv2, ctx.kv_in, w.w_v);
+    detail::affine_backward(Tensor{}, grads.w_kv, grads.b_kv, dkv2, ctx.kv_in, w.w_kv);
     const std::array<detail::InputPart, 3> kv_parts = {
         detail::InputPart{want_nbr ? dh_nbr.reshape(Shape(N, c.d_in)) : Tensor{}, c.d_in},
         detail::InputPart{want_e ? de.reshape(Shape(N, c.d_edge)) : Tensor{}, c.d_edge},
         detail::InputPart{d_te_nbr, c.d_time}};
-    detail::affine_backward_parts(kv_parts, dk2, w.w_k);
-    detail::affine_backward_parts(kv_parts, dv2, w.w_v, true);
+    detail::affine_backward_parts(kv_parts, dkv2, w.w_kv);
   }
   ops::time_encode_backward(grads.time_w, grads.time_b, d_te_nbr, ctx.dt.reshape(Shape(N)),
                             w.time_w, w.time_b);

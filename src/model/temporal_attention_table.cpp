@@ -1,6 +1,7 @@
 // TemporalAttentionLayer's table mode: the neighbours' features are rows of a table (Tgnn's
 // updated memory rows), so keys and values project each table row once and the backward
-// sums the slots' gradients per row before its GEMMs.
+// sums the slots' gradients per row before its GEMMs. Keys and values go together: W is the
+// stacked [W_k; W_v] and each output row [k || v].
 #include "depbloom/backend/ops.h"
 #include "depbloom/model/temporal_attention.h"
 #include "model/attention_common.h"
@@ -24,16 +25,14 @@ void TemporalAttentionLayer::project_from_table(const Tensor& out, Arena& arena,
   ops::gather_rows(out, per_row, nbr.rows, /*accumulate=*/true);
 }
 
-// The backward of project_from_table for one of K and V: the slots' gradients dproj are
-// summed per table row first, so the table's share of dW and of the table gradient costs
-// U rows rather than R * k. d_table, d_te and de (when wanted) are overwritten, or
-// accumulated.
+// The backward of project_from_table: the slots' gradients dproj are summed per table row
+// first, so the table's share of dW and of the table gradient costs U rows rather than
+// R * k. d_table, d_te and de (when wanted) are overwritten.
 void TemporalAttentionLayer::backward_from_table(const Tensor& d_table, const Tensor& de,
                                                  const Tensor& d_te, const Tensor& grad_w,
                                                  const Tensor& grad_b, const Tensor& dproj,
                                                  const TemporalAttentionContext& ctx,
-                                                 const Tensor& w, bool accumulate,
-                                                 Arena& arena) const {
+                                                 const Tensor& w, Arena& arena) const {
   const auto& c = cfg_;
   const DType t = dproj.dtype();
   const int64_t A = w.dim(0), N = dproj.dim(0), d_kv = w.dim(1);
@@ -47,13 +46,12 @@ void TemporalAttentionLayer::backward_from_table(const Tensor& d_table, const Te
   ops::affine_grad(grad_w.cols(c.d_in, d_kv), grad_b, dproj, ctx.kv_in);
   const Tensor w_h = w.cols(0, c.d_in), w_rest = w.cols(c.d_in, d_kv);
   // Input gradients through W's column blocks: the table's, then the [e || te] parts'.
-  if (d_table.raw() != nullptr)
-    ops::gemm(d_table, per_row, ops::Trans::N, w_h, ops::Trans::N, 1.0, accumulate ? 1.0 : 0.0);
+  if (d_table.raw() != nullptr) ops::gemm(d_table, per_row, ops::Trans::N, w_h, ops::Trans::N);
   const bool want_e = de.raw() != nullptr;
   const std::array<detail::InputPart, 2> parts = {
       detail::InputPart{want_e ? de.reshape(Shape(N, c.d_edge)) : Tensor{}, c.d_edge},
       detail::InputPart{d_te, c.d_time}};
-  detail::affine_backward_parts(parts, dproj, w_rest, accumulate);
+  detail::affine_backward_parts(parts, dproj, w_rest);
 }
 
 }  // namespace depbloom::model

@@ -1,6 +1,7 @@
 // Trainer checkpoints: the flat parameter, gradient-free Adam state and node state blobs,
 // copied through the host, plus a layout signature so that a checkpoint of another model
 // is refused with a message instead of being loaded into the wrong rows.
+#include <algorithm>
 #include <cstring>
 #include <string>
 #include <vector>
@@ -46,12 +47,34 @@ int64_t load_node_rows(const Checkpoint& c, const std::string& name, const Tenso
   return dims[0];
 }
 
-// Parameter names and sizes in layout order: two models agree on it iff their flat
-// buffers mean the same thing.
+// Parameter names and sizes in canonical (name-sorted) order, the order of the blobs: two
+// models agree on it iff their blobs mean the same thing.
 std::string layout_signature(const model::ParameterStore& store) {
+  std::vector<const model::ParameterEntry*> order;
+  for (const auto& e : store.entries()) order.push_back(&e);
+  std::sort(order.begin(), order.end(),
+            [](const auto* a, const auto* b) { return a->canonical_offset < b->canonical_offset; });
   std::string s;
-  for (const auto& e : store.entries()) s += e.name + ":" + e.shape.str() + ";";
+  for (const auto* e : order) s += e->name + ":" + e->shape.str() + ";";
   return s;
+}
+
+// A flat parameter blob (values or an Adam moment) in canonical order, whatever the
+// layout's placements, so checkpoints from before a placement still load.
+void add_parameters(Checkpoint& c, const std::string& name, const model::ParameterStore& store,
+                    const Tensor& t) {
+  OwnedTensor host(t.dtype(), t.shape()), canonical(t.dtype(), t.shape());
+  ops::copy(host, t);
+  store.to_canonical(canonical, host);
+  c.add(name, canonical.view());
+}
+
+void load_parameters(const Checkpoint& c, const std::string& name,
+                     const model::ParameterStore& store, const Tensor& t) {
+  const CheckpointBlob& b = c.get(name, t.dtype(), dims_of(t));
+  OwnedTensor host(t.dtype(), t.shape());
+  store.from_canonical(host, Tensor(const_cast<uint8_t*>(b.bytes.data()), t.dtype(), t.shape()));
+  ops::copy(t, host);
 }
 
 }  // namespace
@@ -65,9 +88,9 @@ Checkpoint Trainer::save(int64_t epoch, const std::string& config_text) const {
   c.config_text = config_text;
   const std::string sig = layout_signature(*store_);
   c.add("model.layout", DType::u8, {static_cast<int64_t>(sig.size())}, sig.data(), sig.size());
-  add_device(c, "params", store_->values());
-  add_device(c, "adam.m", store_->moments_m());
-  add_device(c, "adam.v", store_->moments_v());
+  add_parameters(c, "params", *store_, store_->values());
+  add_parameters(c, "adam.m", *store_, store_->moments_m());
+  add_parameters(c, "adam.v", *store_, store_->moments_v());
   add_device(c, "state.memory", state_->memory());
   add_device(c, "state.last_update", state_->last_update());
   add_device(c, "state.mail", state_->mail());
@@ -88,9 +111,9 @@ void Trainer::load(const Checkpoint& c) {
              "{}: the checkpoint holds another model (its parameter layout differs from "
              "this config's)",
              where);
-  load_device(c, "params", store_->values());
-  load_device(c, "adam.m", store_->moments_m());
-  load_device(c, "adam.v", store_->moments_v());
+  load_parameters(c, "params", *store_, store_->values());
+  load_parameters(c, "adam.m", *store_, store_->moments_m());
+  load_parameters(c, "adam.v", *store_, store_->moments_v());
   store_->set_adam_steps(c.step);
   const int64_t spare = cfg_.spare_nodes;
   if (spare > 0) state_->reset();  // rows past the checkpoint's start fresh

@@ -187,7 +187,7 @@ struct Step {
 
   Tensor x, w_ih, b_ih, h, w_hh, b_hh, gh, dh_new, d_gx, d_gh, dh, dw_ih, db_ih;
   Tensor dt, tw, tb, dtw, dtb, dte;
-  Tensor q, k, v, dout, scores, dscores, table, dtable, idx, logits, targets, dlogits, loss;
+  Tensor q, kv, dout, scores, dscores, table, dtable, idx, logits, targets, dlogits, loss;
   Tensor mask, keep, params, grads, m, vv, ba, bb, bc, scalar, gamma, beta, dgamma, dbeta;
   depbloom::Arena arena{depbloom::Device::cpu(), 0};
 
@@ -213,8 +213,7 @@ struct Step {
     dtb = add(DType::f32, Shape(TD));
     dte = add(DType::f32, Shape(B * K, TD));
     q = add(DType::f32, Shape(B, W));
-    k = add(DType::f32, Shape(B, K, W));
-    v = add(DType::f32, Shape(B, K, W));
+    kv = add(DType::f32, Shape(B, K, 2 * W));
     dout = add(DType::f32, Shape(B, W));
     scores = add(DType::f32, Shape(B, K));
     dscores = add(DType::f32, Shape(B, K));
@@ -284,11 +283,10 @@ struct Step {
 
     Tensor out = arena.alloc(DType::f32, Shape(B, W));
     Tensor attn = arena.alloc(DType::f32, Shape(B, HEADS, K));
-    ops::attention_forward(out, attn, q, k, v, mask, HEADS, 0.25, 0.2);
+    ops::attention_forward(out, attn, q, kv, mask, HEADS, 0.25, 0.2);
     Tensor dq = arena.alloc(DType::f32, Shape(B, W));
-    Tensor dk = arena.alloc(DType::f32, Shape(B, K, W));
-    Tensor dv = arena.alloc(DType::f32, Shape(B, K, W));
-    ops::attention_backward(dq, dk, dv, dout, attn, q, k, v, mask, HEADS, 0.25, 0.2);
+    Tensor dkv = arena.alloc(DType::f32, Shape(B, K, 2 * W));
+    ops::attention_backward(dq, dkv, dout, attn, q, kv, mask, HEADS, 0.25, 0.2);
 
     Tensor y = arena.alloc(DType::f32, Shape(B, W));
     Tensor mean = arena.alloc(DType::f32, Shape(B));

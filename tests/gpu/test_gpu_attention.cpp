@@ -44,24 +44,24 @@ TEST_F(GpuAttention, ForwardAndBackward) {
       const double scale = 1.0 / std::sqrt(static_cast<double>(D));
       Guarded<float> qh(Shape(R, W), rng.vec(R * W)), kh(Shape(R, K, W));
       keep_scores_off_kink(rng, qh.data(), kh.data(), R, K, H, D, scale, 1e-3);
-      F q(std::move(qh)), k(std::move(kh)), v(Shape(R, K, W), rng.vec(R * K * W));
+      const Guarded<float> vh(Shape(R, K, W), rng.vec(R * K * W));
+      F q(std::move(qh)), kv(stack_kv(kh, vh, R, K, W));
       U8 mask(make_mask(rng, R, K));
       F out = F::nan(Shape(R, W)), attn = F::nan(Shape(R, H, K));
-      ops::attention_forward(out.cpu, attn.cpu, q.cpu, k.cpu, v.cpu, mask.cpu, static_cast<int>(H),
-                             scale, slope);
-      ops::attention_forward(out.gpu, attn.gpu, q.gpu, k.gpu, v.gpu, mask.gpu, static_cast<int>(H),
-                             scale, slope);
+      ops::attention_forward(out.cpu, attn.cpu, q.cpu, kv.cpu, mask.cpu, static_cast<int>(H), scale,
+                             slope);
+      ops::attention_forward(out.gpu, attn.gpu, q.gpu, kv.gpu, mask.gpu, static_cast<int>(H), scale,
+                             slope);
       EXPECT_TRUE(out.matches_norm());
       EXPECT_TRUE(attn.matches());
       F dout(Shape(R, W), rng.vec(R * W));
-      F dq = F::nan(Shape(R, W)), dk = F::nan(Shape(R, K, W)), dv = F::nan(Shape(R, K, W));
-      ops::attention_backward(dq.cpu, dk.cpu, dv.cpu, dout.cpu, attn.cpu, q.cpu, k.cpu, v.cpu,
-                              mask.cpu, static_cast<int>(H), scale, slope);
-      ops::attention_backward(dq.gpu, dk.gpu, dv.gpu, dout.gpu, attn.gpu, q.gpu, k.gpu, v.gpu,
-                              mask.gpu, static_cast<int>(H), scale, slope);
+      F dq = F::nan(Shape(R, W)), dkv = F::nan(Shape(R, K, 2 * W));
+      ops::attention_backward(dq.cpu, dkv.cpu, dout.cpu, attn.cpu, q.cpu, kv.cpu, mask.cpu,
+                              static_cast<int>(H), scale, slope);
+      ops::attention_backward(dq.gpu, dkv.gpu, dout.gpu, attn.gpu, q.gpu, kv.gpu, mask.gpu,
+                              static_cast<int>(H), scale, slope);
       EXPECT_TRUE(dq.matches_norm());
-      EXPECT_TRUE(dk.matches_norm());
-      EXPECT_TRUE(dv.matches_norm());
+      EXPECT_TRUE(dkv.matches_norm());
     }
 }
 

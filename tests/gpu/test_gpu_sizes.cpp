@@ -105,11 +105,10 @@ std::vector<double> rows_size_zero(Pool& p) {
                               p.zeros(DType::u8, Shape(3, 0)));
   ops::masked_softmax_backward(p.f32(Shape(0, 4)), p.f32(Shape(0, 4)), p.f32(Shape(0, 4)));
   const Tensor att_out = p.f32(Shape(3, 8));
-  ops::attention_forward(att_out, p.f32(Shape(3, 2, 0)), p.f32(Shape(3, 8)), p.f32(Shape(3, 0, 8)),
-                         p.f32(Shape(3, 0, 8)), p.zeros(DType::u8, Shape(3, 0)), 2, 0.5, 0.2);
+  ops::attention_forward(att_out, p.f32(Shape(3, 2, 0)), p.f32(Shape(3, 8)), p.f32(Shape(3, 0, 16)),
+                         p.zeros(DType::u8, Shape(3, 0)), 2, 0.5, 0.2);
   ops::attention_forward(p.f32(Shape(0, 8)), p.f32(Shape(0, 2, 4)), p.f32(Shape(0, 8)),
-                         p.f32(Shape(0, 4, 8)), p.f32(Shape(0, 4, 8)),
-                         p.zeros(DType::u8, Shape(0, 4)), 2, 0.5, 0.2);
+                         p.f32(Shape(0, 4, 16)), p.zeros(DType::u8, Shape(0, 4)), 2, 0.5, 0.2);
   const Tensor dgamma = p.f32(Shape(4), 6), dbeta = p.f32(Shape(4), 7);
   ops::layer_norm_forward(p.f32(Shape(0, 4)), p.f32(Shape(0)), p.f32(Shape(0)), p.f32(Shape(0, 4)),
                           p.f32(Shape(4)), p.f32(Shape(4)));

@@ -36,6 +36,7 @@ struct ApanUpdaterWeights {
   Tensor w_v, b_v;           // [d_mem, d_mail + d_time], [d_mem]
   Tensor ln_gamma, ln_beta;  // [d_mem]
   Tensor w_o, b_o;           // [d_mem, d_mem], [d_mem]
+  Tensor w_kv, b_kv;         // w_k over w_v and b_k then b_v, stored so (one GEMM)
 };
 
 // Arena tensors plus views of the forward's inputs (kept alive by the caller until
@@ -46,7 +47,7 @@ struct ApanUpdaterContext {
   Tensor memory, mail, mask;  // the forward's inputs
   Tensor dt;                  // [B, S] t - mail_ts
   Tensor q;                   // [B, d_mem]
-  Tensor kv_in, k, v;         // [B*S, d_kv_in], [B, S, d_mem] x2
+  Tensor kv_in, kv;           // [B*S, d_kv_in], [B, S, 2 d_mem]: each slot's key, then value
   Tensor attn;                // [B, H, S]
   Tensor resid;               // [B, d_mem] attention output + memory (layer norm input)
   Tensor ln_mean, ln_rstd;    // [B]

@@ -2,6 +2,9 @@
 // gradients and the two Adam moments, with named views from a size table. Parameters are
 // laid out sorted by name (as Marian does), so every rank agrees on the layout whatever
 // the order the layers declared them in; one all-reduce and one fused Adam cover the model.
+// A layer may place a parameter right after another (place_after), so that both read as one
+// stacked matrix (one GEMM for attention's keys and values); initial values and checkpoints
+// follow the name-sorted (canonical) layout, so a placement changes neither.
 #pragma once
 
 #include <cstdint>
@@ -36,6 +39,10 @@ struct ParameterEntry {
   int64_t fan_in = 0;   // for uniform_fan_in and the xavier schemes
   int64_t fan_out = 0;  // for the xavier schemes
   int64_t offset = 0;   // element offset in the flat buffers, set by finalize()
+  // Its offset in the name-sorted layout: the key of its initial values and its place in a
+  // checkpoint's blobs. Equals offset unless a placement moved it or a parameter before it.
+  int64_t canonical_offset = 0;
+  int32_t after = -1;  // the declaration index it is placed right after (place_after), or -1
 };
 
 class ParameterStore {
@@ -46,19 +53,26 @@ class ParameterStore {
   // Adds a parameter to the size table; names must be unique. Only before finalize().
   ParamId declare(const std::string& name, Shape shape, InitScheme init, int64_t fan_in = 0,
                   int64_t fan_out = 0);
-  // Sorts the table by name, assigns offsets and allocates the four flat buffers
-  // (values uninitialised until initialize(), gradients and moments zero).
+  // Stores `id` directly after `anchor` (which must not itself be placed): stacked() then
+  // views both as one tensor. Only before finalize().
+  void place_after(ParamId id, ParamId anchor);
+  // Sorts the table by name, applies the placements, assigns offsets and allocates the four
+  // flat buffers (values uninitialised until initialize(), gradients and moments zero).
   void finalize();
   // Draws every value on the host with Philox (purpose init) keyed by the seed and the
-  // element's offset in the flat buffer, then copies: identical on every backend.
+  // element's canonical offset, then copies: identical on every backend and placement.
   void initialize(uint64_t seed);
 
   bool finalized() const { return finalized_; }
   DType dtype() const { return dtype_; }
   Device device() const { return device_; }
   int64_t numel() const { return total_; }
-  // Entries in layout order (after finalize(), sorted by name).
+  // Entries in layout order (after finalize(): sorted by name, then the placements).
   const std::vector<ParameterEntry>& entries() const { return entries_; }
+  // A flat blob [numel] between layout order and canonical (name-sorted) order, both on the
+  // host: how checkpoints store the blobs.
+  void to_canonical(const Tensor& canonical, const Tensor& laid_out) const;
+  void from_canonical(const Tensor& laid_out, const Tensor& canonical) const;
   const ParameterEntry& entry(ParamId id) const;
   ParamId find(const std::string& name) const;  // invalid id if absent
 
@@ -73,6 +87,9 @@ class ParameterStore {
     if (!id.valid()) return Tensor{};
     return grad ? this->grad(id) : value(id);
   }
+  // `first` and the parameter placed after it (same trailing dims) as one tensor whose
+  // leading dim is the sum of theirs, in the value or gradient buffer.
+  Tensor stacked(ParamId first, ParamId second, bool grad) const;
   Tensor value(const std::string& name) const { return value(checked_find(name)); }
   Tensor grad(const std::string& name) const { return grad(checked_find(name)); }
 

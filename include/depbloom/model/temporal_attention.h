@@ -68,6 +68,7 @@ struct TemporalAttentionWeights {
   Tensor w_p;                // tgn: [A, A] the attention output projection
   Tensor w_1, b_1;           // tgn: [d_in, A + d_in], [d_in]
   Tensor w_2, b_2;           // tgn: [d_out, d_in], [d_out]
+  Tensor w_kv, b_kv;         // w_k over w_v and b_k then b_v, stored so: [2A, d_kv_in], [2A]
 };
 
 // The neighbours' features as rows of a table: h_nbr[r, j] = table[rows[r * k + j]], a
@@ -90,7 +91,7 @@ struct TemporalAttentionContext {
   Tensor h_root, h_nbr, e, dt, mask;  // the forward's inputs (h_nbr: slot mode)
   NeighbourRows nbr;                  // the forward's input (table mode)
   Tensor q_in, q;                     // [R, d_q_in], [R, A]
-  Tensor kv_in, k, v;                 // [R*k, d_kv_in] (table mode: [e || te] only), [R, k, A] x2
+  Tensor kv_in, kv;                   // [R*k, d_kv_in] (table mode: [e || te] only), [R, k, 2A]
   Tensor attn;                        // [R, H, k] attention weights
   Tensor att;                         // [R, A] attention output (tgn: after dropout)
   Tensor o_in;                        // [R, d_o_in]
@@ -164,7 +165,7 @@ class TemporalAttentionLayer {
                           const Tensor& rest_in, const Tensor& w, const Tensor& b) const;
   void backward_from_table(const Tensor& d_table, const Tensor& de, const Tensor& d_te,
                            const Tensor& grad_w, const Tensor& grad_b, const Tensor& dproj,
-                           const TemporalAttentionContext& ctx, const Tensor& w, bool accumulate,
+                           const TemporalAttentionContext& ctx, const Tensor& w,
                            Arena& arena) const;
   void forward_merge(TemporalAttentionContext& ctx, const Tensor& out, Arena& arena,
                      const TemporalAttentionWeights& w, const DropoutDraw& dropout) const;

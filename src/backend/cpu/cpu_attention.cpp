@@ -87,16 +87,16 @@ void masked_softmax_backward(const Tensor& dx, const Tensor& dy, const Tensor& y
   });
 }
 
-void attention_forward(const Tensor& out, const Tensor& attn, const Tensor& q, const Tensor& k,
-                       const Tensor& v, const Tensor& mask, int heads, double scale, double slope) {
-  const int64_t rows = q.dim(0), width = q.dim(1), slots = k.dim(1);
-  const int64_t head_dim = width / heads;
+void attention_forward(const Tensor& out, const Tensor& attn, const Tensor& q, const Tensor& kv,
+                       const Tensor& mask, int heads, double scale, double slope) {
+  const int64_t rows = q.dim(0), width = q.dim(1), slots = kv.dim(1);
+  const int64_t head_dim = width / heads, stride = 2 * width;  // a slot's key, then its value
   const uint8_t* pmask = mask.data<uint8_t>();
   visit_float(q.dtype(), [&](auto zero) {
     using T = decltype(zero);
     const T* pq = q.data<T>();
-    const T* pk = k.data<T>();
-    const T* pv = v.data<T>();
+    const T* pk = kv.data<T>();
+    const T* pv = pk + width;
     T* pout = out.data<T>();
     T* pattn = attn.data<T>();
     const T s = static_cast<T>(scale), leak = static_cast<T>(slope);
@@ -108,7 +108,7 @@ void attention_forward(const Tensor& out, const Tensor& attn, const Tensor& q, c
           T* a = pattn + (r * heads + h) * slots;
           for (int64_t j = 0; j < slots; ++j) {
             if (m[j] == 0) continue;  // softmax_row ignores masked slots
-            const T u = s * dot(qh, pk + (r * slots + j) * width + h * head_dim, head_dim);
+            const T u = s * dot(qh, pk + (r * slots + j) * stride + h * head_dim, head_dim);
             a[j] = u > T(0) ? u : leak * u;
           }
           softmax_row(a, a, m, slots);
@@ -117,7 +117,7 @@ void attention_forward(const Tensor& out, const Tensor& attn, const Tensor& q, c
           for (int64_t j = 0; j < slots; ++j) {
             if (m[j] == 0) continue;
             const T aj = a[j];
-            const T* DB_RESTRICT vj = pv + (r * slots + j) * width + h * head_dim;
+            const T* DB_RESTRICT vj = pv + (r * slots + j) * stride + h * head_dim;
 #pragma omp simd
             for (int64_t d = 0; d < head_dim; ++d) o[d] += aj * vj[d];
           }
@@ -127,25 +127,25 @@ void attention_forward(const Tensor& out, const Tensor& attn, const Tensor& q, c
   });
 }
 
-void attention_backward(const Tensor& dq, const Tensor& dk, const Tensor& dv, const Tensor& dout,
-                        const Tensor& attn, const Tensor& q, const Tensor& k, const Tensor& v,
-                        const Tensor& mask, int heads, double scale, double slope) {
-  const int64_t rows = q.dim(0), width = q.dim(1), slots = k.dim(1);
-  const int64_t head_dim = width / heads;
+void attention_backward(const Tensor& dq, const Tensor& dkv, const Tensor& dout, const Tensor& attn,
+                        const Tensor& q, const Tensor& kv, const Tensor& mask, int heads,
+                        double scale, double slope) {
+  const int64_t rows = q.dim(0), width = q.dim(1), slots = kv.dim(1);
+  const int64_t head_dim = width / heads, stride = 2 * width;  // a slot's key, then its value
   DB_ASSERT(slots <= kMaxSlots,
-            "attention_backward: the CPU backend handles up to {} neighbour slots, k is {}",
-            kMaxSlots, k.str());
+            "attention_backward: the CPU backend handles up to {} neighbour slots, kv is {}",
+            kMaxSlots, kv.str());
   const uint8_t* pmask = mask.data<uint8_t>();
   visit_float(q.dtype(), [&](auto zero) {
     using T = decltype(zero);
     const T* pdout = dout.data<T>();
     const T* pattn = attn.data<T>();
     const T* pq = q.data<T>();
-    const T* pk = k.data<T>();
-    const T* pv = v.data<T>();
+    const T* pk = kv.data<T>();
+    const T* pv = pk + width;
     T* pdq = dq.data<T>();
-    T* pdk = dk.data<T>();
-    T* pdv = dv.data<T>();
+    T* pdk = dkv.data<T>();
+    T* pdv = pdk + width;
     const T s = static_cast<T>(scale), leak = static_cast<T>(slope);
     parallel_for(rows, slots * width * 10, [&](int64_t begin, int64_t end) {
       T d_attn[kMaxSlots];  // dL/da_j of the current (row, head)
@@ -159,7 +159,7 @@ void attention_backward(const Tensor& dq, const Tensor& dk, const Tensor& dv, co
           // out = sum_j a_j v_j: dv_j = a_j g, da_j = <g, v_j>.
           T weighted = T(0);  // sum_j a_j da_j, the softmax's shared term
           for (int64_t j = 0; j < slots; ++j) {
-            const int64_t slot = (r * slots + j) * width + off;
+            const int64_t slot = (r * slots + j) * stride + off;
             T* DB_RESTRICT dvj = pdv + slot;
             if (m[j] == 0) {
               for (int64_t d = 0; d < head_dim; ++d) dvj[d] = T(0);
@@ -175,7 +175,7 @@ void attention_backward(const Tensor& dq, const Tensor& dk, const Tensor& dv, co
           T* DB_RESTRICT dqh = pdq + r * width + off;
           for (int64_t d = 0; d < head_dim; ++d) dqh[d] = T(0);
           for (int64_t j = 0; j < slots; ++j) {
-            const int64_t slot = (r * slots + j) * width + off;
+            const int64_t slot = (r * slots + j) * stride + off;
             T* DB_RESTRICT dkj = pdk + slot;
             if (m[j] == 0) {
               for (int64_t d = 0; d < head_dim; ++d) dkj[d] = T(0);

@@ -64,30 +64,30 @@ void masked_softmax_backward(const Tensor& dx, const Tensor& dy, const Tensor& y
                                                  y.data<float>(), y.dim(0), y.dim(1), stream));
 }
 
-void attention_forward(const Tensor& out, const Tensor& attn, const Tensor& q, const Tensor& k,
-                       const Tensor& v, const Tensor& mask, int heads, double scale, double slope) {
+void attention_forward(const Tensor& out, const Tensor& attn, const Tensor& q, const Tensor& kv,
+                       const Tensor& mask, int heads, double scale, double slope) {
   DB_ASSERT(heads > 0, "attention needs at least one head, got {}", heads);
   cudaStream_t stream = backend::enter_device(device_of(out));
   DB_CHECK_CUDA(kernels::attention_forward(
-      out.data<float>(), attn.data<float>(), q.data<float>(), k.data<float>(), v.data<float>(),
-      mask.data<uint8_t>(), q.dim(0), k.dim(1), heads, q.dim(1) / heads, static_cast<float>(scale),
+      out.data<float>(), attn.data<float>(), q.data<float>(), kv.data<float>(),
+      mask.data<uint8_t>(), q.dim(0), kv.dim(1), heads, q.dim(1) / heads, static_cast<float>(scale),
       static_cast<float>(slope), stream));
 }
 
-void attention_backward(const Tensor& dq, const Tensor& dk, const Tensor& dv, const Tensor& dout,
-                        const Tensor& attn, const Tensor& q, const Tensor& k, const Tensor& v,
-                        const Tensor& mask, int heads, double scale, double slope) {
+void attention_backward(const Tensor& dq, const Tensor& dkv, const Tensor& dout, const Tensor& attn,
+                        const Tensor& q, const Tensor& kv, const Tensor& mask, int heads,
+                        double scale, double slope) {
   DB_ASSERT(heads > 0, "attention needs at least one head, got {}", heads);
   const int device = device_of(dq);
   const int64_t rows = q.dim(0);
-  const int64_t slots = k.dim(1);
+  const int64_t slots = kv.dim(1);
   cudaStream_t stream = backend::enter_device(device);
   void* ws =
       backend::workspace(device, kernels::attention_backward_workspace_bytes(rows, slots, heads));
   DB_CHECK_CUDA(kernels::attention_backward(
-      dq.data<float>(), dk.data<float>(), dv.data<float>(), dout.data<float>(), attn.data<float>(),
-      q.data<float>(), k.data<float>(), v.data<float>(), mask.data<uint8_t>(), rows, slots, heads,
-      q.dim(1) / heads, static_cast<float>(scale), static_cast<float>(slope), ws, stream));
+      dq.data<float>(), dkv.data<float>(), dout.data<float>(), attn.data<float>(), q.data<float>(),
+      kv.data<float>(), mask.data<uint8_t>(), rows, slots, heads, q.dim(1) / heads,
+      static_cast<float>(scale), static_cast<float>(slope), ws, stream));
 }
 
 void layer_norm_forward(const Tensor& y, const Tensor& mean, const Tensor& rstd, const Tensor& x,

@@ -234,6 +234,19 @@ void keep_scores_off_kink(Rand& rng, const T* q, T* k, int64_t R, int64_t K, int
 }
 
 // Test names from each case's label().
+// The op's kv [R, K, 2W]: each slot's key row, then its value row.
+template <class T>
+Guarded<T> stack_kv(const Guarded<T>& k, const Guarded<T>& v, int64_t R, int64_t K, int64_t W) {
+  const auto kvals = k.values(), vvals = v.values();
+  std::vector<double> kv(static_cast<size_t>(R * K * 2 * W));
+  for (int64_t slot = 0; slot < R * K; ++slot)
+    for (int64_t c = 0; c < W; ++c) {
+      kv[slot * 2 * W + c] = kvals[slot * W + c];
+      kv[slot * 2 * W + W + c] = vvals[slot * W + c];
+    }
+  return Guarded<T>(Shape(R, K, 2 * W), kv);
+}
+
 struct CaseName {
   template <class P>
   std::string operator()(const testing::TestParamInfo<P>& info) const {

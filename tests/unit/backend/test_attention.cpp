@@ -127,6 +127,16 @@ struct AttnInputs {
   }
 };
 
+// Columns [first, first + W) of every slot of a [R, K, 2W] tensor: its key or value half.
+template <class T>
+std::vector<double> half_of(const Guarded<T>& kv, int64_t first, int64_t W) {
+  const auto all = kv.values();
+  std::vector<double> out;
+  for (size_t slot = 0; slot < all.size() / static_cast<size_t>(2 * W); ++slot)
+    for (int64_t c = 0; c < W; ++c) out.push_back(all[slot * 2 * W + first + c]);
+  return out;
+}
+
 // Reference forward; pre [R,H,K] holds scale * <q_h, k_jh> before the leaky_relu.
 template <class T>
 void attention_ref(const AttnInputs<T>& in, double slope, std::vector<double>& out,
@@ -166,8 +176,8 @@ void check_attention(const AttnCase& p) {
   Guarded<T> out(Shape(R, W)), attn(Shape(R, H, K));
   out.fill_nan();
   attn.fill_nan();
-  ops::attention_forward(out, attn, in.q, in.k, in.v, in.mask, static_cast<int>(H), in.scale,
-                         p.slope);
+  const Guarded<T> kv = stack_kv(in.k, in.v, R, K, W);
+  ops::attention_forward(out, attn, in.q, kv, in.mask, static_cast<int>(H), in.scale, p.slope);
   EXPECT_TRUE(norm_close(out.values(), oref, norm_tol<T>())) << "out";
   EXPECT_TRUE(all_close(attn.values(), aref, elementwise_tol<T>())) << "attn";
   if (R > 1) {  // row 0 is fully masked
@@ -204,25 +214,21 @@ void check_attention(const AttnCase& p) {
         }
       }
     }
-  Guarded<T> gq(Shape(R, W)), gk(Shape(R, K, W)), gv(Shape(R, K, W));
+  Guarded<T> gq(Shape(R, W)), gkv(Shape(R, K, 2 * W));
   gq.fill_nan();
-  gk.fill_nan();
-  gv.fill_nan();
-  ops::attention_backward(gq, gk, gv, dout, ain, in.q, in.k, in.v, in.mask, static_cast<int>(H),
-                          in.scale, p.slope);
+  gkv.fill_nan();
+  ops::attention_backward(gq, gkv, dout, ain, in.q, kv, in.mask, static_cast<int>(H), in.scale,
+                          p.slope);
+  const std::vector<double> gk = half_of(gkv, 0, W), gv = half_of(gkv, W, W);
   EXPECT_TRUE(norm_close(gq.values(), dq, norm_tol<T>())) << "dq";
-  EXPECT_TRUE(norm_close(gk.values(), dk, norm_tol<T>())) << "dk";
-  EXPECT_TRUE(norm_close(gv.values(), dv, norm_tol<T>())) << "dv";
+  EXPECT_TRUE(norm_close(gk, dk, norm_tol<T>())) << "dk";
+  EXPECT_TRUE(norm_close(gv, dv, norm_tol<T>())) << "dv";
   if (R > 1) {  // nothing flows into the fully masked row
     for (int64_t i = 0; i < W; ++i) EXPECT_EQ(gq[i], T(0)) << "masked row dq " << i;
-    for (int64_t i = 0; i < K * W; ++i) {
-      EXPECT_EQ(gk[i], T(0)) << "masked row dk " << i;
-      EXPECT_EQ(gv[i], T(0)) << "masked row dv " << i;
-    }
+    for (int64_t i = 0; i < 2 * K * W; ++i) EXPECT_EQ(gkv[i], T(0)) << "masked row dkv " << i;
   }
   EXPECT_TRUE(gq.guard_intact());
-  EXPECT_TRUE(gk.guard_intact());
-  EXPECT_TRUE(gv.guard_intact());
+  EXPECT_TRUE(gkv.guard_intact());
 }
 
 class Attention : public testing::TestWithParam<AttnCase> {};

@@ -42,18 +42,18 @@ TEST_P(AttentionGrad, QueryKeyValue) {
   auto mask = make_mask(rng, R, K);  // row 0 fully masked, row 1 one valid slot
   mask[2 * K + 0] = 1;               // row 2 with at least two valid slots
   mask[2 * K + 1] = 1;
+  G kv = stack_kv(k, v, R, K, W);
   G out(Shape(R, W)), attn(Shape(R, H, K)), r(Shape(R, W), rng.vec(R * W));
   auto rv = r.values();
   auto loss = [&] {
-    ops::attention_forward(out, attn, q, k, v, mask, heads, scale, slope);
+    ops::attention_forward(out, attn, q, kv, mask, heads, scale, slope);
     return project(out.data(), rv);
   };
   loss();
-  G dq(Shape(R, W)), dk(Shape(R, K, W)), dv(Shape(R, K, W));
-  ops::attention_backward(dq, dk, dv, r, attn, q, k, v, mask, heads, scale, slope);
+  G dq(Shape(R, W)), dkv(Shape(R, K, 2 * W));
+  ops::attention_backward(dq, dkv, r, attn, q, kv, mask, heads, scale, slope);
   EXPECT_TRUE(grad_close(dq.values(), numeric_grad(q.data(), q.numel(), loss))) << "dq";
-  EXPECT_TRUE(grad_close(dk.values(), numeric_grad(k.data(), k.numel(), loss))) << "dk";
-  EXPECT_TRUE(grad_close(dv.values(), numeric_grad(v.data(), v.numel(), loss))) << "dv";
+  EXPECT_TRUE(grad_close(dkv.values(), numeric_grad(kv.data(), kv.numel(), loss))) << "dk, dv";
 }
 INSTANTIATE_TEST_SUITE_P(Grad, AttentionGrad,
                          testing::Combine(testing::Values(1, 2), testing::Values(0.2, 1.0)));

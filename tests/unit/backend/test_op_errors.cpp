@@ -120,10 +120,10 @@ std::vector<ShapeErrorCase> shape_cases() {
       {"attention_kv",
        [] {
          ops::attention_forward(f32(S(2, 6)), f32(S(2, 2, 3)), f32(S(2, 6)), f32(S(2, 3, 6)),
-                                f32(S(2, 4, 6)), u8(S(2, 3)), 2, 1.0, 0.2);
+                                u8(S(2, 3)), 2, 1.0, 0.2);
        },
-       {"[2, 4, 6]"},
-       {"[2, 3, 6]"}},
+       {"[2, 3, 6]", "[2, 3, 12]"},
+       {}},
       {"layer_norm_gamma",
        [] {
          ops::layer_norm_forward(f32(S(3, 4)), f32(S(3)), f32(S(3)), f32(S(3, 4)), f32(S(5)),

@@ -138,11 +138,11 @@ inline testing::AssertionResult layer_grad_close(const std::vector<double>& anal
   return all_close(analytic, numeric, Tol{1e-7, 1e-5});
 }
 
-// Float32 against float64: ||got - ref|| <= 1e-4 * max(||ref||, 1e-3). The floor matters
+// Float32 against float64: ||got - ref|| <= 1e-4 * max(||ref||, floor). The floor matters
 // for gradients that vanish in exact arithmetic (e.g. b_k when scores are plain dot
 // products: a shared key shift leaves the softmax unchanged), where only rounding remains.
 inline testing::AssertionResult f32_close(const std::vector<double>& got,
-                                          const std::vector<double>& ref) {
+                                          const std::vector<double>& ref, double floor = 1e-3) {
   if (got.size() != ref.size())
     return testing::AssertionFailure() << "size " << got.size() << " vs " << ref.size();
   double num = 0.0, den = 0.0;
@@ -150,7 +150,7 @@ inline testing::AssertionResult f32_close(const std::vector<double>& got,
     num += (got[i] - ref[i]) * (got[i] - ref[i]);
     den += ref[i] * ref[i];
   }
-  const double err = std::sqrt(num), bound = 1e-4 * std::max(std::sqrt(den), 1e-3);
+  const double err = std::sqrt(num), bound = 1e-4 * std::max(std::sqrt(den), floor);
   if (err <= bound) return testing::AssertionSuccess();  // NaN fails
   return testing::AssertionFailure() << "error norm " << err << " > " << bound;
 }

@@ -167,6 +167,58 @@ TEST(ParameterStore, MisuseIsAnError) {
   EXPECT_THROW(store.value("missing"), Error);
 }
 
+// "k" and "v" with "p" and "q" sorting between them; with v placed after k, both read as
+// one [6, 4] matrix, and every parameter keeps its initial values and canonical offset.
+TEST(ParameterStore, PlacementStacksWithoutChangingValuesOrCheckpointOrder) {
+  ParameterStore plain(DType::f64), placed(DType::f64);
+  for (auto* s : {&plain, &placed}) {
+    const ParamId k = s->declare("w_k", Shape(3, 4), InitScheme::uniform_fan_in, 4);
+    s->declare("w_p", Shape(2), InitScheme::uniform_fan_in, 2);
+    s->declare("w_q", Shape(5), InitScheme::xavier_normal, 5, 5);
+    const ParamId v = s->declare("w_v", Shape(3, 4), InitScheme::uniform_fan_in, 4);
+    if (s == &placed) s->place_after(v, k);
+    s->finalize();
+    s->initialize(11);
+  }
+  std::vector<std::string> names;
+  for (const auto& e : placed.entries()) names.push_back(e.name);
+  EXPECT_EQ(names, (std::vector<std::string>{"w_k", "w_v", "w_p", "w_q"}));
+  for (const char* name : {"w_k", "w_p", "w_q", "w_v"}) {
+    const Tensor a = plain.value(name), b = placed.value(name);
+    EXPECT_TRUE(std::equal(a.data<double>(), a.data<double>() + a.numel(), b.data<double>()))
+        << name << " drew other initial values";
+  }
+  const Tensor kv = placed.stacked(placed.find("w_k"), placed.find("w_v"), false);
+  EXPECT_EQ(kv.shape(), Shape(6, 4));
+  EXPECT_EQ(kv.data<double>(), placed.value("w_k").data<double>());
+  EXPECT_EQ(kv.data<double>() + 12, placed.value("w_v").data<double>());
+  EXPECT_EQ(placed.stacked(placed.find("w_k"), placed.find("w_v"), true).data<double>(),
+            placed.grad("w_k").data<double>());
+  // In canonical order the placed store's blob is the plain store's, and back again.
+  OwnedTensor canonical(DType::f64, Shape(placed.numel())), back(DType::f64, Shape(placed.numel()));
+  placed.to_canonical(canonical, placed.values());
+  const std::vector<double> want = values_of(plain);
+  EXPECT_TRUE(std::equal(want.begin(), want.end(), canonical.view().data<double>()));
+  placed.from_canonical(back, canonical);
+  EXPECT_TRUE(std::equal(back.view().data<double>(), back.view().data<double>() + placed.numel(),
+                         placed.values().data<double>()));
+  // Only a placed pair stacks.
+  EXPECT_THROW(placed.stacked(placed.find("w_p"), placed.find("w_q"), false), Error);
+}
+
+TEST(ParameterStore, PlacementMisuseIsAnError) {
+  ParameterStore store(DType::f64);
+  const ParamId a = store.declare("a", Shape(2), InitScheme::zeros);
+  const ParamId b = store.declare("b", Shape(2), InitScheme::zeros);
+  const ParamId c = store.declare("c", Shape(2), InitScheme::zeros);
+  EXPECT_THROW(store.place_after(a, a), Error);
+  store.place_after(b, a);
+  EXPECT_THROW(store.place_after(c, b), Error);  // b is placed: no chains
+  EXPECT_THROW(store.place_after(a, c), Error);  // a has b after it
+  store.finalize();
+  EXPECT_THROW(store.place_after(c, a), Error);  // after finalize
+}
+
 TEST(NodeState, ResetGatherAndMailboxRing) {
   NodeState state(5, 3, 2, 2, DType::f64);
   double* mem = state.memory().data<double>();

@@ -115,8 +115,14 @@ TEST_P(TemporalAttentionTest, Float32MatchesFloat64) {
   EXPECT_TRUE(f32_close(dh_root32.values(), dh_root64.values())) << "dh_root";
   EXPECT_TRUE(f32_close(dh_nbr32.values(), dh_nbr64.values())) << "dh_nbr";
   EXPECT_TRUE(f32_close(de32.values(), de64.values())) << "de";
-  for (size_t i = 0; i < f.params.size(); ++i)
-    EXPECT_TRUE(f32_close(p32.grads(i), f.params.grads(i))) << f.params.name(i);
+  for (size_t i = 0; i < f.params.size(); ++i) {
+    // The keys' bias shifts a head's scores almost alike (exactly, without leaky relu), so
+    // its gradient is a sum over every slot that nearly cancels: float32 rounds it to about
+    // 1e-7 of its terms, not of the small sum.
+    const bool cancels = f.params.name(i) == "layer.b_k";
+    EXPECT_TRUE(f32_close(p32.grads(i), f.params.grads(i), cancels ? 1e-2 : 1e-3))
+        << f.params.name(i);
+  }
 }
 
 // Without edge features, Tensor{} for e (and de) gives the result of an [R, k, 0] tensor.
