@@ -6,6 +6,7 @@
 #include <type_traits>
 
 #include "detail/launch.cuh"
+#include "detail/sigmoid.cuh"
 #include "detail/time_code.cuh"
 
 namespace depbloom::kernels {
@@ -187,17 +188,10 @@ __global__ void time_encode_forward_kernel(float* out, const float* dt, const fl
   }
 }
 
-// sigmoid without overflow for either sign (the CPU's form): tiny, not 0, for very negative x.
-__device__ __forceinline__ float stable_sigmoid(float x) {
-  if (x >= 0.0f) return 1.0f / (1.0f + expf(-x));
-  const float e = expf(x);
-  return e / (1.0f + e);
-}
-
 __global__ void bce_backward_kernel(float* dlogits, const float* logits, const float* targets,
                                     int64_t n, float scale) {
   for (int64_t i = global_thread(); i < n; i += grid_threads())
-    dlogits[i] = (stable_sigmoid(logits[i]) - targets[i]) * scale;
+    dlogits[i] = (detail::stable_sigmoid(logits[i]) - targets[i]) * scale;
 }
 
 }  // namespace

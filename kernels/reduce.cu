@@ -4,6 +4,7 @@
 #include "reduce.cuh"
 
 #include "detail/reduce.cuh"
+#include "detail/sigmoid.cuh"
 
 namespace depbloom::kernels {
 namespace {
@@ -30,11 +31,15 @@ struct SquareTerm {
 };
 
 // The per-element loss in double, as the CPU computes it; never exponentiates a positive
-// number.
+// number. With dlogits, also the element's gradient, as bce_backward writes it (the
+// reduction visits every element once).
 struct BceTerm {
   const float* logits;
   const float* targets;
+  float* dlogits;
+  float scale;
   __device__ double operator()(int64_t i) const {
+    if (dlogits != nullptr) dlogits[i] = (detail::stable_sigmoid(logits[i]) - targets[i]) * scale;
     const auto x = static_cast<double>(logits[i]);
     const auto y = static_cast<double>(targets[i]);
     return fmax(x, 0.0) - x * y + log1p(exp(-fabs(x)));
@@ -87,7 +92,16 @@ cudaError_t bce_forward(float* loss, const float* logits, const float* targets, 
                         void* workspace, cudaStream_t stream) {
   // An empty batch has loss 0 (the sum is 0; dividing by 1 keeps it so), as on the CPU.
   const double divisor = n > 0 ? static_cast<double>(n) : 1.0;
-  return detail::scalar_reduce(BceTerm{logits, targets}, n, loss, divisor, workspace, stream);
+  return detail::scalar_reduce(BceTerm{logits, targets, nullptr, 0.0f}, n, loss, divisor, workspace,
+                               stream);
+}
+
+cudaError_t bce_loss_and_grad(float* loss, float* dlogits, const float* logits,
+                              const float* targets, int64_t n, float scale, void* workspace,
+                              cudaStream_t stream) {
+  const double divisor = n > 0 ? static_cast<double>(n) : 1.0;
+  return detail::scalar_reduce(BceTerm{logits, targets, dlogits, scale}, n, loss, divisor,
+                               workspace, stream);
 }
 
 cudaError_t time_encode_backward(float* dw, float* db, const float* dout, const float* dt,

@@ -26,6 +26,10 @@ cudaError_t sum_squares(float* out, const float* x, int64_t n, void* workspace,
 // loss [1] = mean_i (max(x,0) - x*y + log(1 + exp(-|x|))), terms in double; 0 when n == 0.
 cudaError_t bce_forward(float* loss, const float* logits, const float* targets, int64_t n,
                         void* workspace, cudaStream_t stream);
+// The same loss, and in the same pass dlogits [n] = (sigmoid(x) - y) * scale.
+cudaError_t bce_loss_and_grad(float* loss, float* dlogits, const float* logits,
+                              const float* targets, int64_t n, float scale, void* workspace,
+                              cudaStream_t stream);
 // With phase = dt[r] * w[c] + b[c]: db[c] += sum_r -dout[r,c] sin(phase),
 // dw[c] += sum_r -dout[r,c] sin(phase) dt[r]. Workspace: 2 outputs over [rows, dims].
 cudaError_t time_encode_backward(float* dw, float* db, const float* dout, const float* dt,

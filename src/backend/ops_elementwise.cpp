@@ -108,6 +108,20 @@ void bce_with_logits_backward(const Tensor& dlogits, const Tensor& logits, const
                  targets, scale);
 }
 
+void bce_with_logits_loss_and_grad(const Tensor& loss, const Tensor& dlogits, const Tensor& logits,
+                                   const Tensor& targets, double scale) {
+  const char* op = "bce_with_logits_loss_and_grad";
+  detail::common_device(op, loss, dlogits, logits, targets);
+  detail::require_float(op, "logits", logits);
+  detail::require_like(op, "targets", targets, "logits", logits);
+  detail::require_like(op, "dlogits", dlogits, "logits", logits);
+  detail::require_same_dtype(op, "loss", loss, "logits", logits);
+  DB_ASSERT(loss.numel() == 1, "{}: loss must hold one element, got {} (logits {})", op, loss.str(),
+            logits.str());
+  DB_DISPATCH_OP(bce_with_logits_loss_and_grad, logits.device(), logits.dtype(), loss, dlogits,
+                 logits, targets, scale);
+}
+
 void adam_step(const Tensor& params, const Tensor& grads, const Tensor& m, const Tensor& v,
                const AdamConfig& cfg, int64_t step) {
   const char* op = "adam_step";

@@ -16,4 +16,11 @@ void bce_loss_backward(const Tensor& d_logits, const Tensor& logits, const Tenso
                                 dloss / static_cast<double>(logits.numel()));
 }
 
+void bce_loss_and_grad(const Tensor& loss, const Tensor& d_logits, const Tensor& logits,
+                       const Tensor& targets, double dloss) {
+  DB_ASSERT(logits.numel() > 0, "bce loss over no logits");
+  ops::bce_with_logits_loss_and_grad(loss, d_logits, logits, targets,
+                                     dloss / static_cast<double>(logits.numel()));
+}
+
 }  // namespace depbloom::model

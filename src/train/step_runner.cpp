@@ -157,7 +157,10 @@ void StepRunner::loss(StepData& d, StepArena& arena) {
   }
   const int64_t parts = d.coherence_target.defined() ? 2 : 1;
   Tensor loss = dev.alloc(dtype, Shape(parts));
-  model::bce_loss_forward(loss.rows(0, 1), d.logits, d.targets);
+  // The task loss's gradient comes in the same pass: this rank's share of the global mean.
+  d.d_logits = dev.alloc(dtype, Shape(2 * count));
+  model::bce_loss_and_grad(loss.rows(0, 1), d.d_logits, d.logits, d.targets,
+                           2.0 * d.step->loss_share);
   if (parts == 2) p_.model->coherence_loss(loss.rows(1, 2), d.updated, d.coherence_target, dev);
   double host[2] = {0, 0};
   if (dtype == DType::f64) {
@@ -195,10 +198,7 @@ void StepRunner::score(StepData& d, StepArena& arena) {
 void StepRunner::backward(StepData& d, StepArena& arena) {
   p_.store->zero_grad();
   if (d.empty()) return;
-  Arena& dev = arena.device();
-  Tensor d_logits = dev.alloc(p_.store->dtype(), Shape(2 * d.step->count));
-  model::bce_loss_backward(d_logits, d.logits, d.targets, 2.0 * d.step->loss_share);
-  p_.model->backward(d_logits, dev, d.step->loss_share);
+  p_.model->backward(d.d_logits, arena.device(), d.step->loss_share);
 }
 
 // Pipelined, the reduction only starts here; the write-back runs while it is in flight and

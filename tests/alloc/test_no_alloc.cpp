@@ -320,6 +320,7 @@ struct Step {
 
     ops::bce_with_logits_forward(loss, logits, targets);
     ops::bce_with_logits_backward(dlogits, logits, targets, 1.0 / B);
+    ops::bce_with_logits_loss_and_grad(loss, dlogits, logits, targets, 1.0 / B);
     ops::gemm_batched(bc, ba, Trans::N, bb, Trans::N);
 
     ops::sum_squares(scalar, grads);

@@ -194,6 +194,12 @@ TEST_F(GpuRows, BceWithLogits) {
     ops::bce_with_logits_backward(dx.cpu, x.cpu, y.cpu, 1.0 / static_cast<double>(n));
     ops::bce_with_logits_backward(dx.gpu, x.gpu, y.gpu, 1.0 / static_cast<double>(n));
     EXPECT_TRUE(dx.matches());
+    // Both in one pass on the device: the same values as the two ops there.
+    F both_loss = F::nan(Shape(1)), both_dx = F::nan(Shape(n));
+    ops::bce_with_logits_loss_and_grad(both_loss.gpu, both_dx.gpu, x.gpu, y.gpu,
+                                       1.0 / static_cast<double>(n));
+    EXPECT_TRUE(bitwise_equal(both_loss.gpu.download().values(), loss.gpu.download().values()));
+    EXPECT_TRUE(bitwise_equal(both_dx.gpu.download().values(), dx.gpu.download().values()));
   }
 }
 

@@ -24,7 +24,8 @@ namespace depbloom::backend {
   X(dropout_forward) X(dropout_backward)                                                         \
   X(gather_rows) X(scatter_add_rows) X(scatter_rows) X(copy_rows)                                \
   X(concat_cols) X(gather_cols) X(split_cols)                                                    \
-  X(bce_with_logits_forward) X(bce_with_logits_backward) X(adam_step)                            \
+  X(bce_with_logits_forward) X(bce_with_logits_backward) X(bce_with_logits_loss_and_grad)        \
+  X(adam_step)                                                                                   \
   X(fill) X(copy) X(axpy) X(scale) X(mul) X(scale_rows) X(sum) X(sum_squares)
 // clang-format on
 

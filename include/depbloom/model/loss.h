@@ -11,5 +11,8 @@ void bce_loss_forward(const Tensor& loss, const Tensor& logits, const Tensor& ta
 // d_logits [n] = dloss * (sigmoid(x) - y) / n (overwrite).
 void bce_loss_backward(const Tensor& d_logits, const Tensor& logits, const Tensor& targets,
                        double dloss = 1.0);
+// Both in one pass (one op call), the same bits as the pair.
+void bce_loss_and_grad(const Tensor& loss, const Tensor& d_logits, const Tensor& logits,
+                       const Tensor& targets, double dloss);
 
 }  // namespace depbloom::model

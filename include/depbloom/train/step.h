@@ -93,6 +93,7 @@ struct StepData {
   Tensor coherence_target;              // refine [S, d_mem] (with the coherence loss)
   Tensor emb;                           // embed [(2+K)B, d_out]
   Tensor logits, targets;               // loss [(1+K)B] (targets: training only)
+  Tensor d_logits;                      // loss (training): the task loss's gradient
   double local_loss = 0;                // loss: TGL's loss over this rank's events
   double coherence_loss = 0;            // loss: this rank's coherence loss (0 without it)
   model::WriteSet writes;               // write_back: this rank's writes

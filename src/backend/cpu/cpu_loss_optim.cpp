@@ -1,5 +1,6 @@
-// CPU binary cross-entropy with logits (forward as a fixed-order mean, backward) and the
-// fused Adam/AdamW step over flat parameter buffers.
+// CPU binary cross-entropy with logits (forward as a fixed-order mean, backward, both in
+// one pass) and the fused Adam/AdamW step over flat parameter buffers.
+#include <algorithm>
 #include <cmath>
 
 #include "backend/cpu/cpu_ops.h"
@@ -18,19 +19,35 @@ T stable_sigmoid(T x) {
 
 }  // namespace
 
-void bce_with_logits_forward(const Tensor& loss, const Tensor& logits, const Tensor& targets) {
+namespace {
+
+// max(x,0) - x*y + log(1 + exp(-|x|)): never exponentiates a positive number.
+double bce_term(double x, double y) {
+  return std::max(x, 0.0) - x * y + std::log1p(std::exp(-std::fabs(x)));
+}
+
+// The mean loss into loss [1]; with `grad`, also dlogits in the same pass.
+void bce_pass(const Tensor& loss, const Tensor& dlogits, const Tensor& logits,
+              const Tensor& targets, double scale, bool grad) {
   const int64_t n = logits.numel();
   visit_float(logits.dtype(), [&](auto zero) {
     using T = decltype(zero);
     const T* px = logits.data<T>();
     const T* py = targets.data<T>();
-    // max(x,0) - x*y + log(1 + exp(-|x|)): never exponentiates a positive number.
-    const double total = fixed_order_sum(n, 30, [&](int64_t i) {
-      const double x = static_cast<double>(px[i]), y = static_cast<double>(py[i]);
-      return std::max(x, 0.0) - x * y + std::log1p(std::exp(-std::fabs(x)));
+    T* pd = grad ? dlogits.data<T>() : nullptr;
+    const T s = static_cast<T>(scale);
+    const double total = fixed_order_sum(n, grad ? 50 : 30, [&](int64_t i) {
+      if (grad) pd[i] = (stable_sigmoid(px[i]) - py[i]) * s;
+      return bce_term(static_cast<double>(px[i]), static_cast<double>(py[i]));
     });
     *loss.data<T>() = n == 0 ? T(0) : static_cast<T>(total / static_cast<double>(n));
   });
+}
+
+}  // namespace
+
+void bce_with_logits_forward(const Tensor& loss, const Tensor& logits, const Tensor& targets) {
+  bce_pass(loss, Tensor{}, logits, targets, 0.0, false);
 }
 
 void bce_with_logits_backward(const Tensor& dlogits, const Tensor& logits, const Tensor& targets,
@@ -46,6 +63,11 @@ void bce_with_logits_backward(const Tensor& dlogits, const Tensor& logits, const
       for (int64_t i = begin; i < end; ++i) pd[i] = (stable_sigmoid(px[i]) - py[i]) * s;
     });
   });
+}
+
+void bce_with_logits_loss_and_grad(const Tensor& loss, const Tensor& dlogits, const Tensor& logits,
+                                   const Tensor& targets, double scale) {
+  bce_pass(loss, dlogits, logits, targets, scale, true);
 }
 
 void adam_step(const Tensor& params, const Tensor& grads, const Tensor& m, const Tensor& v,

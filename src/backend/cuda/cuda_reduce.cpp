@@ -55,4 +55,15 @@ void bce_with_logits_forward(const Tensor& loss, const Tensor& logits, const Ten
                                      targets.data<float>(), n, ws, stream));
 }
 
+void bce_with_logits_loss_and_grad(const Tensor& loss, const Tensor& dlogits, const Tensor& logits,
+                                   const Tensor& targets, double scale) {
+  const int device = loss.device().index;
+  const int64_t n = logits.numel();
+  cudaStream_t stream = backend::enter_device(device);
+  void* ws = backend::workspace(device, kernels::scalar_reduce_workspace_bytes(n));
+  DB_CHECK_CUDA(kernels::bce_loss_and_grad(loss.data<float>(), dlogits.data<float>(),
+                                           logits.data<float>(), targets.data<float>(), n,
+                                           static_cast<float>(scale), ws, stream));
+}
+
 }  // namespace depbloom::ops::cuda

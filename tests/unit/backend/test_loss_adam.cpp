@@ -1,6 +1,6 @@
 // Op tests for bce_with_logits (forward mean loss and backward, hard and soft targets,
-// |x| up to 1e4 without overflow) and adam_step (plain, L2 and decoupled weight decay,
-// three steps) against plain double loops with guard elements.
+// |x| up to 1e4 without overflow; both in one pass, bit for bit) and adam_step (plain, L2 and
+// decoupled weight decay, three steps) against plain double loops with guard elements.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -64,6 +64,16 @@ void check_bce(const BceCase& c) {
   ops::bce_with_logits_backward(dx, x, y, scale);
   EXPECT_TRUE(all_close(dx.values(), dref, elementwise_tol<T>()));
   EXPECT_TRUE(dx.guard_intact());
+
+  // Both in one pass: the same bits as the two ops.
+  Guarded<T> fused_loss(Shape(1)), fused_dx(Shape(c.n));
+  fused_loss.fill_nan();
+  fused_dx.fill_nan();
+  ops::bce_with_logits_loss_and_grad(fused_loss, fused_dx, x, y, scale);
+  EXPECT_TRUE(bitwise_equal(fused_loss.values(), loss.values())) << "fused loss";
+  EXPECT_TRUE(bitwise_equal(fused_dx.values(), dx.values())) << "fused gradient";
+  EXPECT_TRUE(fused_loss.guard_intact());
+  EXPECT_TRUE(fused_dx.guard_intact());
 }
 
 class BceWithLogits : public testing::TestWithParam<BceCase> {};
