@@ -42,6 +42,10 @@ __global__ void mul_kernel(float* out, const float* a, const float* b, int64_t n
   for (int64_t i = global_thread(); i < n; i += grid_threads()) out[i] = a[i] * b[i];
 }
 
+__global__ void sub_kernel(float* out, const float* a, const float* b, int64_t n) {
+  for (int64_t i = global_thread(); i < n; i += grid_threads()) out[i] = a[i] - b[i];
+}
+
 // I: the index type (with_index_type), so the column is a 32-bit remainder when it can be.
 // y [n / cols, cols] += bias (kAdd), or = bias on every row (gemm_bias's start).
 template <class I, bool kAdd>
@@ -224,6 +228,12 @@ cudaError_t scale(float* x, float alpha, int64_t n, cudaStream_t stream) {
 cudaError_t mul(float* out, const float* a, const float* b, int64_t n, cudaStream_t stream) {
   if (n <= 0) return cudaSuccess;
   mul_kernel<<<grid_for(n), kBlock, 0, stream>>>(out, a, b, n);
+  return cudaGetLastError();
+}
+
+cudaError_t sub(float* out, const float* a, const float* b, int64_t n, cudaStream_t stream) {
+  if (n <= 0) return cudaSuccess;
+  sub_kernel<<<grid_for(n), kBlock, 0, stream>>>(out, a, b, n);
   return cudaGetLastError();
 }
 

@@ -24,6 +24,8 @@ cudaError_t axpy(float* y, float alpha, const float* x, int64_t n, cudaStream_t 
 cudaError_t scale(float* x, float alpha, int64_t n, cudaStream_t stream);
 // out = a * b element-wise; out may alias a or b.
 cudaError_t mul(float* out, const float* a, const float* b, int64_t n, cudaStream_t stream);
+// out = a - b element-wise; out may alias a or b.
+cudaError_t sub(float* out, const float* a, const float* b, int64_t n, cudaStream_t stream);
 // out [rows, cols] = x [rows, cols] * weight [rows] per row; out may alias x.
 cudaError_t scale_rows(float* out, const float* x, const float* weight, int64_t rows, int64_t cols,
                        cudaStream_t stream);

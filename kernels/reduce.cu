@@ -51,11 +51,12 @@ struct BceTerm {
 struct TimeEncodeGradTerm {
   const float* dout;
   const float* dt;
+  int64_t dt_rows;  // rows past them (all when dt is null) have zero deltas
   const float* w;
   const float* b;
   int64_t dims;
   __device__ void operator()(int64_t r, int64_t c, double v[2]) const {
-    const float t = dt == nullptr ? 0.0f : dt[r];  // null: zero deltas
+    const float t = r < dt_rows ? dt[r] : 0.0f;
     const float phase = __fadd_rn(__fmul_rn(t, w[c]), b[c]);
     const double g = -static_cast<double>(sinf(phase) * dout[r * dims + c]);
     v[0] = g * static_cast<double>(t);
@@ -105,10 +106,11 @@ cudaError_t bce_loss_and_grad(float* loss, float* dlogits, const float* logits,
 }
 
 cudaError_t time_encode_backward(float* dw, float* db, const float* dout, const float* dt,
-                                 const float* w, const float* b, int64_t rows, int64_t dims,
-                                 void* workspace, cudaStream_t stream) {
-  return detail::column_reduce<2>(TimeEncodeGradTerm{dout, dt, w, b, dims}, rows, dims, dw, db,
-                                  workspace, stream);
+                                 int64_t dt_rows, const float* w, const float* b, int64_t rows,
+                                 int64_t dims, void* workspace, cudaStream_t stream) {
+  const int64_t with_delta = dt == nullptr ? 0 : dt_rows;
+  return detail::column_reduce<2>(TimeEncodeGradTerm{dout, dt, with_delta, w, b, dims}, rows, dims,
+                                  dw, db, workspace, stream);
 }
 
 }  // namespace depbloom::kernels

@@ -31,9 +31,10 @@ cudaError_t bce_loss_and_grad(float* loss, float* dlogits, const float* logits,
                               const float* targets, int64_t n, float scale, void* workspace,
                               cudaStream_t stream);
 // With phase = dt[r] * w[c] + b[c]: db[c] += sum_r -dout[r,c] sin(phase),
-// dw[c] += sum_r -dout[r,c] sin(phase) dt[r]. Workspace: 2 outputs over [rows, dims].
+// dw[c] += sum_r -dout[r,c] sin(phase) dt[r]; rows from dt_rows on (all when dt is null) have
+// dt 0. Workspace: 2 outputs over [rows, dims].
 cudaError_t time_encode_backward(float* dw, float* db, const float* dout, const float* dt,
-                                 const float* w, const float* b, int64_t rows, int64_t dims,
-                                 void* workspace, cudaStream_t stream);
+                                 int64_t dt_rows, const float* w, const float* b, int64_t rows,
+                                 int64_t dims, void* workspace, cudaStream_t stream);
 
 }  // namespace depbloom::kernels

@@ -37,7 +37,8 @@ int64_t OpCounts::total_calls() const {
 }
 
 int64_t OpCounts::cuda_launches() const {
-  return total_calls() + (*this)[OpKind::gemm_bias] + (*this)[OpKind::affine_grad];
+  return total_calls() + (*this)[OpKind::gemm_bias] + (*this)[OpKind::affine_grad] +
+         (*this)[OpKind::scatter_sum_rows];
 }
 
 OpCounts OpCounts::operator-(const OpCounts& earlier) const {

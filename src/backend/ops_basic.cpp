@@ -55,6 +55,14 @@ void scatter_add_rows(const Tensor& dst, const Tensor& src, const Tensor& idx, b
   DB_DISPATCH_OP(scatter_add_rows, dst.device(), dst.dtype(), dst, src, idx, deterministic);
 }
 
+void scatter_sum_rows(const Tensor& dst, const Tensor& src, const Tensor& idx) {
+  const char* op = "scatter_sum_rows";
+  detail::common_device(op, dst, src, idx);
+  detail::require_float(op, "dst", dst);
+  check_row_index(op, "src", src, "dst", dst, idx);
+  DB_DISPATCH_OP(scatter_sum_rows, dst.device(), dst.dtype(), dst, src, idx);
+}
+
 void scatter_rows(const Tensor& dst, const Tensor& src, const Tensor& idx) {
   const char* op = "scatter_rows";
   detail::common_device(op, dst, src, idx);

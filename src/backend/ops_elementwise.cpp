@@ -155,6 +155,15 @@ void mul(const Tensor& out, const Tensor& a, const Tensor& b) {
   DB_DISPATCH_OP(mul, a.device(), a.dtype(), out, a, b);
 }
 
+void sub(const Tensor& out, const Tensor& a, const Tensor& b) {
+  const char* op = "sub";
+  detail::common_device(op, out, a, b);
+  detail::require_float(op, "a", a);
+  detail::require_like(op, "b", b, "a", a);
+  detail::require_like(op, "out", out, "a", a);
+  DB_DISPATCH_OP(sub, a.device(), a.dtype(), out, a, b);
+}
+
 void scale_rows(const Tensor& out, const Tensor& x, const Tensor& weight) {
   const char* op = "scale_rows";
   detail::common_device(op, out, x, weight);

@@ -62,14 +62,16 @@ namespace {
 // concat_cols_time_encode's parts: one CUDA launch takes them all (kernels::kMaxColumnParts).
 constexpr size_t kMaxTimeEncodeParts = 8;
 
+// dt_may_end_early: dt may cover only the first rows (the backward's zero-delta tail).
 void check_time_encode(const char* op, const Tensor& out, const Tensor& dt, const Tensor& w,
-                       const Tensor& b) {
+                       const Tensor& b, bool dt_may_end_early = false) {
   detail::require_float(op, "out", out);
   detail::require_rank(op, "out", out, 2);
   const int64_t rows = out.dim(0), dims = out.dim(1);
   if (dt.raw() != nullptr) {  // Tensor{}: zero deltas
     detail::common_device(op, out, dt);
-    detail::require_vector(op, "dt", dt, rows, "out", out);
+    const int64_t n = dt_may_end_early && dt.rank() == 1 && dt.dim(0) <= rows ? dt.dim(0) : rows;
+    detail::require_vector(op, "dt", dt, n, "out", out);
   }
   detail::require_vector(op, "w", w, dims, "out", out);
   detail::require_vector(op, "b", b, dims, "out", out);
@@ -103,7 +105,7 @@ void time_encode_backward(const Tensor& dw, const Tensor& db, const Tensor& dout
                           const Tensor& w, const Tensor& b) {
   const char* op = "time_encode_backward";
   detail::common_device(op, dw, db, dout, w, b);
-  check_time_encode(op, dout, dt, w, b);
+  check_time_encode(op, dout, dt, w, b, /*dt_may_end_early=*/true);
   detail::require_like(op, "dw", dw, "w", w);
   detail::require_like(op, "db", db, "b", b);
   DB_DISPATCH_OP(time_encode_backward, dout.device(), dout.dtype(), dw, db, dout, dt, w, b);

@@ -23,7 +23,7 @@ class IdentityEmbedding final : public EmbeddingPart {
     root_row_ = in.root_row;
   }
   void backward(const Tensor& d_updated, const Tensor& d_emb, Arena&) override {
-    ops::scatter_add_rows(d_updated, d_emb, root_row_);
+    ops::scatter_sum_rows(d_updated, d_emb, root_row_);
   }
 
  private:
@@ -48,8 +48,7 @@ class JodieEmbedding final : public EmbeddingPart {
     Tensor h0 = arena.alloc(dtype, Shape(roots, cfg_.d_mem));
     ops::gather_rows(h0, updated, in.root_row);
     Tensor dt_rows = arena.alloc(dtype, Shape(total));
-    ops::copy(dt_rows.rows(0, u), in.mem_time);
-    ops::axpy(dt_rows.rows(0, u), -1.0, rows.last_update);
+    ops::sub(dt_rows.rows(0, u), in.mem_time, rows.last_update);
     if (total > u) ops::copy(dt_rows.rows(u, total), in.refine.dt);
     if (cfg_.time_scale > 0) {
       Tensor shift = arena.alloc(dtype, Shape(total));
@@ -74,7 +73,7 @@ class JodieEmbedding final : public EmbeddingPart {
   void backward(const Tensor& d_updated, const Tensor& d_emb, Arena& arena) override {
     Tensor d_h0 = arena.alloc(d_emb.dtype(), Shape(root_row_.numel(), cfg_.d_mem));
     projection_.backward(d_h0, d_emb, ctx_, arena);
-    ops::scatter_add_rows(d_updated, d_h0, root_row_);
+    ops::scatter_sum_rows(d_updated, d_h0, root_row_);
   }
 
  private:
@@ -210,6 +209,16 @@ void AttentionEmbedding::backward(const Tensor& d_updated, const Tensor& d_emb, 
   const int layers = cfg_.layers;
   const int64_t k = cfg_.neighbours;
   const bool memory = d_updated.defined();
+  // d_updated is overwritten: its first scatter starts from zeros, the others add.
+  bool first_into_updated = true;
+  auto into_updated = [&](const Tensor& rows, const Tensor& idx) {
+    if (first_into_updated) {
+      ops::scatter_sum_rows(d_updated, rows, idx);
+    } else {
+      ops::scatter_add_rows(d_updated, rows, idx);
+    }
+    first_into_updated = false;
+  };
   std::array<std::array<Tensor, kMaxHops + 1>, kMaxHops + 1> dh;
   dh[layers][0] = d_emb;
   for (int i = layers - 1; i >= 0; --i) {
@@ -233,15 +242,15 @@ void AttentionEmbedding::backward(const Tensor& d_updated, const Tensor& d_emb, 
       layers_[i].backward(d_root, d_nbr, Tensor{}, dh[i + 1][j], ctx_[i][j], arena);
       if (!want_inputs) continue;
       if (!in_place) ops::axpy(dh[i][j], 1.0, d_root);
-      if (table) ops::scatter_add_rows(d_updated, d_nbr, slot_read_[j]);
+      if (table) into_updated(d_nbr, slot_read_[j]);
     }
   }
   if (!memory) return;
-  ops::scatter_add_rows(d_updated, dh[0][0], root_row_);
+  into_updated(dh[0][0], root_row_);
   for (int j = 1; j <= layers; ++j) {
     // dh[0][layers] holds only neighbour gradients, which table mode already delivered.
     if (j == layers && table_[j - 1]) continue;
-    ops::scatter_add_rows(d_updated, dh[0][j], slot_row_[j - 1]);
+    into_updated(dh[0][j], slot_row_[j - 1]);
   }
 }
 

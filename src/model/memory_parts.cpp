@@ -46,8 +46,7 @@ class RecurrentMemory final : public MemoryPart, public UpdaterRefinement {
     if (cfg_.mail_dt_at_event) {  // the write-back stored the delta as the mail's time
       ops::copy(mail_dt, rows.mail_ts.rows(0, n_).reshape(Shape(n_)));
     } else {
-      ops::copy(mail_dt, in.mem_time.rows(0, n_));
-      ops::axpy(mail_dt, -1.0, rows.last_update.rows(0, n_));
+      ops::sub(mail_dt, in.mem_time.rows(0, n_), rows.last_update.rows(0, n_));
     }
     updater_.forward(updated.rows(0, n_), ctx_,
                      rows.mail.rows(0, n_).reshape(Shape(n_, cfg_.d_mail())), mail_dt,

@@ -290,19 +290,20 @@ void TemporalAttentionLayer::backward(const Tensor& dh_root, const Tensor& dh_nb
   ops::attention_backward(dq, dkv, d_att, ctx.attn, ctx.q, ctx.kv, ctx.mask, c.heads, c.scale,
                           c.slope);
 
+  // The time encodings' gradients: the slots' rows, then the roots' (the query's te(0)), for
+  // one time_encode_backward at the end.
+  Tensor d_te = arena.alloc(t, Shape(N + R, c.d_time));
   // Query side, through W_q's column blocks: the root's share of dq adds to dh_root; te(0)'s
   // feeds time_b only.
   ops::affine_grad(grads.w_q, grads.b_q, dq, ctx.q_in);
   ops::gemm(dh_root, dq, ops::Trans::N, w.w_q.cols(0, c.d_in), ops::Trans::N, 1.0, 1.0);
-  Tensor d_te_root = arena.alloc(t, Shape(R, c.d_time));
-  ops::gemm(d_te_root, dq, ops::Trans::N, w.w_q.cols(c.d_in, c.d_q_in()), ops::Trans::N);
-  ops::time_encode_backward(grads.time_w, grads.time_b, d_te_root, Tensor{}, w.time_w, w.time_b);
+  ops::gemm(d_te.rows(N, N + R), dq, ops::Trans::N, w.w_q.cols(c.d_in, c.d_q_in()), ops::Trans::N);
 
   // Key/value side, through the stacked [W_k; W_v]: one product per part of kv_in = [h_nbr ||
   // e || te(dt)] sums the keys' and values' shares; only the parts that need one are
   // computed (rarely the edges').
   const Tensor dkv2 = dkv.reshape(Shape(N, 2 * A));
-  Tensor d_te_nbr = arena.alloc(t, Shape(N, c.d_time));
+  const Tensor d_te_nbr = d_te.rows(0, N);
   if (ctx.from_table) {
     backward_from_table(dh_nbr, de, d_te_nbr, grads.w_kv, grads.b_kv, dkv2, ctx, w.w_kv, arena);
   } else {
@@ -313,8 +314,9 @@ void TemporalAttentionLayer::backward(const Tensor& dh_root, const Tensor& dh_nb
         detail::InputPart{d_te_nbr, c.d_time}};
     detail::affine_backward_parts(kv_parts, dkv2, w.w_kv);
   }
-  ops::time_encode_backward(grads.time_w, grads.time_b, d_te_nbr, ctx.dt.reshape(Shape(N)),
-                            w.time_w, w.time_b);
+  // The roots' rows past the slots' deltas have zero deltas.
+  ops::time_encode_backward(grads.time_w, grads.time_b, d_te, ctx.dt.reshape(Shape(N)), w.time_w,
+                            w.time_b);
 }
 
 // tgn style, after the attention: dropout, the projection W_p, then the merge MLP.

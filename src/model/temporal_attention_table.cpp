@@ -38,8 +38,7 @@ void TemporalAttentionLayer::backward_from_table(const Tensor& d_table, const Te
   const int64_t A = w.dim(0), N = dproj.dim(0), d_kv = w.dim(1);
   const Tensor& table = ctx.nbr.table;
   Tensor per_row = arena.alloc(t, Shape(table.dim(0), A));
-  ops::fill(per_row, 0.0);
-  ops::scatter_add_rows(per_row, dproj, ctx.nbr.rows, true);
+  ops::scatter_sum_rows(per_row, dproj, ctx.nbr.rows);
   // dW [A, d_in + rest] += [per_row^T table | dproj^T rest_in], each straight into its
   // columns of the gradient; db += column sums.
   ops::gemm(grad_w.cols(0, c.d_in), per_row, ops::Trans::T, table, ops::Trans::N, 1.0, 1.0);

@@ -68,10 +68,9 @@ void Tgnn::backward(const Tensor& d_logits, Arena& arena, double coherence_share
   predictor_.backward(d_emb.rows(0, batch_), d_emb.rows(batch_, roots), d_logits, predict_ctx_,
                       arena);
   Tensor d_updated;
-  if (cfg_.memory != MemoryKind::none) {
+  // Overwritten by the embedding's backward (its first scatter starts from zeros).
+  if (cfg_.memory != MemoryKind::none)
     d_updated = arena.alloc(dtype, Shape(rows_ + refined_, cfg_.d_mem));
-    ops::fill(d_updated, 0.0);
-  }
   embedding_->backward(d_updated, d_emb, arena);
   // The copies read rows [0, U): their gradient lands there before the updater's backward.
   if (refined_ > 0) {

@@ -60,7 +60,8 @@ class EmbeddingPart {
   virtual void forward(const Tensor& emb, const TgnnInputs& in, const Tensor& updated,
                        const MemoryRows& rows, const Tensor& edge_feat, bool training,
                        Arena& arena) = 0;
-  // d_updated [U, d_input] ACCUMULATES (Tensor{}: not wanted); d_emb [(2+K)B, d_out].
+  // d_updated [U + refined, d_input] is overwritten, every row (Tensor{}: not wanted); d_emb
+  // [(2+K)B, d_out].
   virtual void backward(const Tensor& d_updated, const Tensor& d_emb, Arena& arena) = 0;
 };
 

@@ -110,8 +110,7 @@ CopyTimes Tgnn::start_dt(const TgnnInputs& in, const CopyTimes& gaps, const Memo
   Tensor first_last = arena.alloc(dtype, Shape(r));
   ops::mul(first_last, last.reshape(Shape(r)), in.refine.first);
   Tensor dt = arena.alloc(dtype, Shape(r));
-  ops::copy(dt, in.refine.mail_dt);
-  ops::axpy(dt, -1.0, first_last);
+  ops::sub(dt, in.refine.mail_dt, first_last);
   return dt;
 }
 
@@ -154,8 +153,7 @@ void Tgnn::coherence_target(const Tensor& target, const Tensor& updated, const T
       Tensor own = arena.alloc(dtype, Shape(n, 1));
       ops::gather_rows(own, last, in.coherence.copy.rows(0, n));
       dt = arena.alloc(dtype, Shape(n));
-      ops::copy(dt, in.coherence.dt.rows(lo, hi));
-      ops::axpy(dt, -1.0, own.reshape(Shape(n)));
+      ops::sub(dt, in.coherence.dt.rows(lo, hi), own.reshape(Shape(n)));
     }
     updater_refinement().apply_detached(next.rows(0, n), target.rows(0, n), msg.rows(0, n), dt,
                                         arena);

@@ -234,11 +234,10 @@ model::WriteSet collect(const BatchPlan& plan, const StagedBatch& staged, const 
     const int64_t u = updated.dim(0);
     DB_ASSERT(last_update.numel() == u, "collect: last_update is {} for {} rows", last_update.str(),
               u);
-    Tensor dt = dev.alloc(dtype, Shape(m));
-    ops::copy(dt, out.mail_time);
     Tensor prev = dev.alloc(dtype, Shape(m, 1));
     ops::gather_rows(prev, last_update.reshape(Shape(u, 1)), self_rows);
-    ops::axpy(dt, -1.0, prev.reshape(Shape(m)));
+    Tensor dt = dev.alloc(dtype, Shape(m));
+    ops::sub(dt, out.mail_time, prev.reshape(Shape(m)));
     out.mail_time = dt;
   }
   return out;

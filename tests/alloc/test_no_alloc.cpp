@@ -302,6 +302,7 @@ struct Step {
     Tensor rows = arena.alloc(DType::f32, Shape(B, H));
     ops::gather_rows(rows, table, idx);
     ops::scatter_add_rows(dtable, rows, idx, true);
+    ops::scatter_sum_rows(dtable, rows, idx);
     Tensor cat = arena.alloc(DType::f32, Shape(B, H + W + 1));
     ops::concat_cols(cat, {rows, yd, logits});
     ops::split_cols({rows, yd, logits}, cat);
@@ -327,6 +328,7 @@ struct Step {
     ops::sum(scalar, grads);
     ops::scale(grads, 0.5);
     ops::axpy(grads, 0.1, params);
+    ops::sub(grads, grads, params);
     ops::adam_step(params, grads, m, vv, ops::AdamConfig{}, step);
     ops::copy(dh_new, dh);
     ops::fill(dtable, 0.0);

@@ -232,6 +232,11 @@ TEST_F(GpuDense, ConcatColsTimeEncode) {
     ops::time_encode_backward(dw.gpu, db.gpu, dout.gpu, Tensor{}, w.gpu, b.gpu);
     EXPECT_TRUE(dw.matches_norm());
     EXPECT_TRUE(db.matches_norm());
+    // dt ending early: the rest of the rows have zero deltas.
+    ops::time_encode_backward(dw.cpu, db.cpu, dout.cpu, dt.cpu.view().rows(0, R / 2), w.cpu, b.cpu);
+    ops::time_encode_backward(dw.gpu, db.gpu, dout.gpu, dt.gpu.view().rows(0, R / 2), w.gpu, b.gpu);
+    EXPECT_TRUE(dw.matches_norm());
+    EXPECT_TRUE(db.matches_norm());
   }
 }
 

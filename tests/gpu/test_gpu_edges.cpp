@@ -116,6 +116,8 @@ TEST_F(GpuEdges, IndexPastTheTableIsAnErrorNamingTheOp) {
   expect_index_error("scatter_add_rows",
                      [&] { ops::scatter_add_rows(table.gpu, rows.gpu, idx.gpu, false); });
   expect_index_error("scatter_rows", [&] { ops::scatter_rows(table.gpu, rows.gpu, idx.gpu); });
+  expect_index_error("scatter_add_rows",  // the scatter after the clear
+                     [&] { ops::scatter_sum_rows(table.gpu, rows.gpu, idx.gpu); });
   F both = F::nan(Shape(n, 2 * W));
   expect_index_error("gather_cols", [&] {
     ops::gather_cols(both.gpu, {{table.gpu, idx.gpu}, {table.gpu, idx.gpu}});

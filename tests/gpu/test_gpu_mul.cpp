@@ -1,5 +1,6 @@
-// GPU suite, element-wise products: ops::mul and ops::scale_rows (a weight per row) on cuda:0
-// against the CPU ops, out of place and in place. Skips without a usable GPU.
+// GPU suite, element-wise products and differences: ops::mul, ops::sub and ops::scale_rows (a
+// weight per row) on cuda:0 against the CPU ops, out of place and in place. Skips without a
+// usable GPU.
 #include <gtest/gtest.h>
 
 #include "gpu/gpu_test_util.h"
@@ -24,6 +25,10 @@ TEST_F(GpuMul, MatchesCpu) {
     ops::mul(a.cpu, a.cpu, b.cpu);
     ops::mul(a.gpu, a.gpu, b.gpu);
     EXPECT_TRUE(a.matches());
+    F diff = F::nan(s);
+    ops::sub(diff.cpu, a.cpu, b.cpu);
+    ops::sub(diff.gpu, a.gpu, b.gpu);
+    EXPECT_TRUE(diff.matches_bitwise());
   }
 }
 

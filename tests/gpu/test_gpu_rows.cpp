@@ -41,6 +41,10 @@ void gather_scatter_case(Rand& rng, int64_t N, int64_t W, int64_t n) {
   ops::scatter_add_rows(dst.cpu, out.cpu, idx.cpu, true);
   ops::scatter_add_rows(dst.gpu, out.gpu, idx.gpu, true);
   EXPECT_TRUE(dst.matches_norm());
+  F sums(Shape(N, W), rng.vec(N * W));  // cleared first
+  ops::scatter_sum_rows(sums.cpu, out.cpu, idx.cpu);
+  ops::scatter_sum_rows(sums.gpu, out.gpu, idx.gpu);
+  EXPECT_TRUE(sums.matches_norm());
 }
 
 // The message assembly's gather: three tables side by side, i32 and i64 indices mixed.

@@ -1,6 +1,7 @@
 // What the work of a step costs in calls: op calls by kind, counted where the op interface
 // dispatches (so the CPU and CUDA builds count the same calls, and on a GPU every op call is
-// a kernel launch, but gemm_bias's and affine_grad's two: a bias kernel and the GEMM), and
+// a kernel launch, but gemm_bias's and affine_grad's two: a bias kernel and the GEMM, and
+// scatter_sum_rows's: a clear and the scatter), and
 // uploads (host arrays sent to a step's device). Not a timer and not the GEMM FLOPs (runtime.h);
 // host waits stay backend::host_waits().
 #pragma once
@@ -22,11 +23,11 @@ namespace depbloom::backend {
   X(masked_softmax_forward) X(masked_softmax_backward)                                           \
   X(attention_forward) X(attention_backward) X(layer_norm_forward) X(layer_norm_backward)        \
   X(dropout_forward) X(dropout_backward)                                                         \
-  X(gather_rows) X(scatter_add_rows) X(scatter_rows) X(copy_rows)                                \
+  X(gather_rows) X(scatter_add_rows) X(scatter_sum_rows) X(scatter_rows) X(copy_rows)            \
   X(concat_cols) X(gather_cols) X(split_cols)                                                    \
   X(bce_with_logits_forward) X(bce_with_logits_backward) X(bce_with_logits_loss_and_grad)        \
   X(adam_step)                                                                                   \
-  X(fill) X(copy) X(axpy) X(scale) X(mul) X(scale_rows) X(sum) X(sum_squares)
+  X(fill) X(copy) X(axpy) X(scale) X(mul) X(sub) X(scale_rows) X(sum) X(sum_squares)
 // clang-format on
 
 #define DEPBLOOM_OP_KIND_ENUM(name) name,
@@ -56,7 +57,8 @@ struct OpCounts {
   int64_t uploads = 0;
 
   int64_t total_calls() const;
-  // The kernel launches the calls make on CUDA: one each, two for gemm_bias and affine_grad.
+  // The kernel launches the calls make on CUDA: one each, two for gemm_bias, affine_grad and
+  // scatter_sum_rows.
   int64_t cuda_launches() const;
   int64_t operator[](OpKind kind) const { return calls[static_cast<size_t>(kind)]; }
   OpCounts operator-(const OpCounts& earlier) const;

@@ -223,6 +223,17 @@ void mul(const Tensor& out, const Tensor& a, const Tensor& b) {
   });
 }
 
+void sub(const Tensor& out, const Tensor& a, const Tensor& b) {
+  visit_float(out.dtype(), [&](auto zero) {
+    using T = decltype(zero);
+    // No restrict: out may alias a or b (each element is read before it is written).
+    T* po = out.data<T>();
+    const T* pa = a.data<T>();
+    const T* pb = b.data<T>();
+    map_elements(out.numel(), kCheapCost, [&](int64_t i) { po[i] = pa[i] - pb[i]; });
+  });
+}
+
 void scale_rows(const Tensor& out, const Tensor& x, const Tensor& weight) {
   const int64_t rows = x.dim(0), cols = x.dim(1);
   visit_float(x.dtype(), [&](auto zero) {

@@ -180,6 +180,7 @@ void time_encode_backward(const Tensor& dw, const Tensor& db, const Tensor& dout
     using T = decltype(zero);
     const T* pdout = dout.data<T>();
     const T* pdt = dt.raw() == nullptr ? nullptr : dt.data<T>();  // Tensor{}: zero deltas
+    const int64_t dt_rows = pdt == nullptr ? 0 : dt.numel();      // past them: zero deltas too
     const T* pw = w.data<T>();
     const T* pb = b.data<T>();
     T* pdw = dw.data<T>();
@@ -188,7 +189,7 @@ void time_encode_backward(const Tensor& dw, const Tensor& db, const Tensor& dout
     fixed_order_column_sums<2>(
         rows, dims, 20,
         [&](int64_t i, int64_t j0, int64_t j1, double* DB_RESTRICT acc) {
-          const T t = pdt == nullptr ? T(0) : pdt[i];
+          const T t = i < dt_rows ? pdt[i] : T(0);
           const T* DB_RESTRICT g = pdout + i * dims;
           if constexpr (std::is_same_v<T, float>) {
 #pragma omp simd

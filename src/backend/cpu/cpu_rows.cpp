@@ -1,5 +1,5 @@
 // CPU row movement: gather of rows by index (negative = zero row), or added to the output,
-// deterministic scatter-add
+// deterministic scatter-add (onto dst, or onto zeros: scatter_sum_rows)
 // and scatter (overwrite) of rows, several tables' rows by one mapping (copy_rows), and
 // column-wise concat/split. Indices are validated
 // before any row moves, so a bad index throws with nothing half-written by worker threads.
@@ -122,6 +122,21 @@ void scatter_add_rows(const Tensor& dst, const Tensor& src, const Tensor& idx,
       });
     });
   });
+}
+
+void scatter_sum_rows(const Tensor& dst, const Tensor& src, const Tensor& idx) {
+  // The indices first, so a bad one throws before dst is cleared.
+  visit_index(idx.dtype(), [&](auto index_zero) {
+    using I = decltype(index_zero);
+    check_indices("scatter_sum_rows", idx.data<I>(), idx.numel(), dst.dim(0), dst);
+  });
+  const size_t row_bytes = static_cast<size_t>(dst.row_size()) * dtype_size(dst.dtype());
+  auto* pdst = static_cast<char*>(dst.raw());
+  parallel_for(dst.dim(0), static_cast<int64_t>(row_bytes / 16 + 1), [&](int64_t r0, int64_t r1) {
+    std::memset(pdst + static_cast<size_t>(r0) * row_bytes, 0,
+                static_cast<size_t>(r1 - r0) * row_bytes);
+  });
+  scatter_add_rows(dst, src, idx, true);
 }
 
 void scatter_rows(const Tensor& dst, const Tensor& src, const Tensor& idx) {

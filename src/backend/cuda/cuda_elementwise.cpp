@@ -100,6 +100,12 @@ void mul(const Tensor& out, const Tensor& a, const Tensor& b) {
       kernels::mul(out.data<float>(), a.data<float>(), b.data<float>(), out.numel(), stream));
 }
 
+void sub(const Tensor& out, const Tensor& a, const Tensor& b) {
+  cudaStream_t stream = backend::enter_device(device_of(out));
+  DB_CHECK_CUDA(
+      kernels::sub(out.data<float>(), a.data<float>(), b.data<float>(), out.numel(), stream));
+}
+
 void scale_rows(const Tensor& out, const Tensor& x, const Tensor& weight) {
   cudaStream_t stream = backend::enter_device(device_of(out));
   DB_CHECK_CUDA(kernels::scale_rows(out.data<float>(), x.data<float>(), weight.data<float>(),

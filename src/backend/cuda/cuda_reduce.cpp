@@ -25,10 +25,10 @@ void time_encode_backward(const Tensor& dw, const Tensor& db, const Tensor& dout
   const int device = dw.device().index;
   cudaStream_t stream = backend::enter_device(device);
   void* ws = backend::workspace(device, kernels::column_reduce_workspace_bytes(rows, dims, 2));
-  DB_CHECK_CUDA(
-      kernels::time_encode_backward(dw.data<float>(), db.data<float>(), dout.data<float>(),
-                                    dt.raw() == nullptr ? nullptr : dt.data<float>(),
-                                    w.data<float>(), b.data<float>(), rows, dims, ws, stream));
+  DB_CHECK_CUDA(kernels::time_encode_backward(
+      dw.data<float>(), db.data<float>(), dout.data<float>(),
+      dt.raw() == nullptr ? nullptr : dt.data<float>(), dt.raw() == nullptr ? 0 : dt.numel(),
+      w.data<float>(), b.data<float>(), rows, dims, ws, stream));
 }
 
 void sum(const Tensor& out, const Tensor& x) {

@@ -152,6 +152,12 @@ void scatter_add_rows(const Tensor& dst, const Tensor& src, const Tensor& idx, b
   });
 }
 
+void scatter_sum_rows(const Tensor& dst, const Tensor& src, const Tensor& idx) {
+  cudaStream_t stream = backend::enter_device(device_of(dst));
+  DB_CHECK_CUDA(cudaMemsetAsync(dst.raw(), 0, dst.numel() * sizeof(float), stream));
+  scatter_add_rows(dst, src, idx, true);
+}
+
 void scatter_rows(const Tensor& dst, const Tensor& src, const Tensor& idx) {
   cudaStream_t stream = backend::enter_device(device_of(dst));
   kernels::IndexFault* fault = backend::index_fault(device_of(dst));

@@ -106,6 +106,18 @@ void check_chain(const ConcatTimeCase& c) {
   ops::time_encode_backward(dw_zeros, db_zeros, dout, deltas, in.w, in.b);
   EXPECT_TRUE(bitwise_equal(dw.values(), dw_zeros.values())) << "dw";
   EXPECT_TRUE(bitwise_equal(db.values(), db_zeros.values())) << "db";
+
+  // dt over the first half of the rows: the rest count as zero deltas, as explicit zeros do.
+  const int64_t half = c.rows / 2;
+  std::vector<double> padded = in.dt.values();
+  for (int64_t r = half; r < c.rows; ++r) padded[static_cast<size_t>(r)] = 0.0;
+  Guarded<T> dt_padded(Shape(c.rows), padded);
+  Guarded<T> dw_short(Shape(c.dims), start), db_short(Shape(c.dims), start);
+  Guarded<T> dw_padded(Shape(c.dims), start), db_padded(Shape(c.dims), start);
+  ops::time_encode_backward(dw_short, db_short, dout, in.dt.view().rows(0, half), in.w, in.b);
+  ops::time_encode_backward(dw_padded, db_padded, dout, dt_padded, in.w, in.b);
+  EXPECT_TRUE(bitwise_equal(dw_short.values(), dw_padded.values())) << "dw, dt ending early";
+  EXPECT_TRUE(bitwise_equal(db_short.values(), db_padded.values())) << "db, dt ending early";
 }
 
 class ConcatTimeEncode : public testing::TestWithParam<ConcatTimeCase> {};

@@ -1,6 +1,7 @@
-// Op test for the element-wise product ops::mul against a plain double loop, on 1-D to 3-D
-// shapes, float and double, with guard elements; in-place use (out aliasing an input) and
-// the entry checks.
+// Op tests for the element-wise product ops::mul and difference ops::sub against plain double
+// loops, on 1-D to 3-D shapes, float and double, with guard elements; in-place use (out
+// aliasing an input), sub bit for bit against the copy-and-axpy chain it replaces, and the
+// entry checks.
 #include <gtest/gtest.h>
 
 #include "depbloom/backend/ops.h"
@@ -43,12 +44,39 @@ void check_mul(const MulCase& p) {
   EXPECT_TRUE(a.guard_intact());
 }
 
+template <class T>
+void check_sub(const MulCase& p) {
+  Rand rng(43 + static_cast<uint64_t>(p.shape.numel()));
+  const int64_t n = p.shape.numel();
+  Guarded<T> a(p.shape, rng.vec(n)), b(p.shape, rng.vec(n)), out(p.shape), chain(p.shape);
+  out.fill_nan();
+  std::vector<double> ref(static_cast<size_t>(n));
+  const auto av = a.values(), bv = b.values();
+  for (size_t i = 0; i < ref.size(); ++i) ref[i] = av[i] - bv[i];
+  ops::sub(out, a, b);
+  EXPECT_TRUE(all_close(out.values(), ref, elementwise_tol<T>()));
+  EXPECT_TRUE(out.guard_intact());
+  ops::copy(chain.view(), a.view());
+  ops::axpy(chain, -1.0, b);
+  EXPECT_TRUE(bitwise_equal(out.values(), chain.values())) << "against copy and axpy";
+  // In place: b = a - b.
+  ops::sub(b, a, b);
+  EXPECT_TRUE(bitwise_equal(b.values(), out.values()));
+  EXPECT_TRUE(b.guard_intact());
+}
+
 class Mul : public testing::TestWithParam<MulCase> {};
 TEST_P(Mul, MatchesReference) {
   if (GetParam().dtype == DType::f32)
     check_mul<float>(GetParam());
   else
     check_mul<double>(GetParam());
+}
+TEST_P(Mul, SubMatchesReferenceAndTheChain) {
+  if (GetParam().dtype == DType::f32)
+    check_sub<float>(GetParam());
+  else
+    check_sub<double>(GetParam());
 }
 
 const MulCase kMulCases[] = {
@@ -63,6 +91,8 @@ TEST(MulErrors, ShapesAndDtypesMustMatch) {
   EXPECT_THROW(ops::mul(out, a, b), depbloom::Error);
   EXPECT_THROW(ops::mul(out, a, wide), depbloom::Error);
   EXPECT_THROW(ops::mul(wide, a, a), depbloom::Error);
+  EXPECT_THROW(ops::sub(out, a, b), depbloom::Error);
+  EXPECT_THROW(ops::sub(wide, a, a), depbloom::Error);
 }
 
 }  // namespace

@@ -113,6 +113,13 @@ std::vector<ShapeErrorCase> shape_cases() {
        [] { ops::time_encode_forward(f32(S(3, 4)), f32(S(3)), f32(S(5)), f32(S(4))); },
        {"[5]"},
        {"[3, 4]", "[4]"}},
+      {"time_encode_backward_dt_too_long",
+       [] {
+         ops::time_encode_backward(f32(S(4)), f32(S(4)), f32(S(3, 4)), f32(S(5)), f32(S(4)),
+                                   f32(S(4)));
+       },
+       {"[5]", "[3, 4]"},
+       {}},
       {"softmax_mask",
        [] { ops::masked_softmax_forward(f32(S(3, 4)), f32(S(3, 4)), u8(S(3, 5))); },
        {"[3, 5]", "[3, 4]"},

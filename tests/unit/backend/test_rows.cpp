@@ -97,6 +97,23 @@ void check_scatter(const RowsCase& p) {
   ops::scatter_add_rows(dst, src, idx, true);
   EXPECT_TRUE(norm_close(dst.values(), ref, norm_tol<T>()));
   EXPECT_TRUE(dst.guard_intact());
+
+  // scatter_sum_rows: onto zeros, whatever dst held; the same bits as a fill and the scatter.
+  std::vector<double> sums(static_cast<size_t>(p.N * p.W), 0.0);
+  for (int64_t i = 0; i < p.n; ++i)
+    for (int64_t w = 0; w < p.W && iv[i] >= 0; ++w) sums[iv[i] * p.W + w] += sv[i * p.W + w];
+  Guarded<T> summed(Shape(p.N, p.W), rng.vec(p.N * p.W)), chain(Shape(p.N, p.W));
+  ops::scatter_sum_rows(summed, src, idx);
+  EXPECT_TRUE(norm_close(summed.values(), sums, norm_tol<T>()));
+  for (int64_t r = 0; r < p.N; ++r) {
+    bool named = false;
+    for (int64_t i = 0; i < p.n; ++i) named = named || iv[i] == r;
+    for (int64_t w = 0; w < p.W && !named; ++w) EXPECT_EQ(summed[r * p.W + w], T(0));
+  }
+  ops::fill(chain, 0.0);
+  ops::scatter_add_rows(chain, src, idx, true);
+  EXPECT_TRUE(bitwise_equal(summed.values(), chain.values())) << "against fill and scatter";
+  EXPECT_TRUE(summed.guard_intact());
 }
 
 // dst [N,W] (or [N] when W == 1 and N is odd, to cover the 1-D form) starts random; the
@@ -175,6 +192,7 @@ TEST(ScatterRowsErrors, IndexPastTheEndThrows) {
   EXPECT_THROW(ops::scatter_rows(dst, src, idx32), depbloom::Error);
   auto idx64 = index_tensor<int64_t>({int64_t{1} << 40, 2});
   EXPECT_THROW(ops::scatter_rows(dst, src, idx64), depbloom::Error);
+  EXPECT_THROW(ops::scatter_sum_rows(dst, src, idx32), depbloom::Error);  // before the clear
   EXPECT_TRUE(bitwise_equal(dst.values(), before));  // checked before any row moves
 }
 
