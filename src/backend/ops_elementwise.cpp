@@ -86,24 +86,37 @@ void dropout_backward(const Tensor& dx, const Tensor& dy, const Tensor& keep, do
   DB_DISPATCH_OP(dropout_backward, dy.device(), dy.dtype(), dx, dy, keep, p);
 }
 
-void bce_with_logits_forward(const Tensor& loss, const Tensor& logits, const Tensor& targets) {
-  const char* op = "bce_with_logits_forward";
-  detail::common_device(op, loss, logits, targets);
+namespace {
+// The BCE ops' arguments: logits and targets alike; the loss (when defined) one element of
+// their dtype, the gradient (when defined) like the logits.
+void check_bce(const char* op, const Tensor& loss, const Tensor& dlogits, const Tensor& logits,
+               const Tensor& targets) {
+  detail::common_device(op, logits, targets);
   detail::require_float(op, "logits", logits);
   detail::require_like(op, "targets", targets, "logits", logits);
-  detail::require_same_dtype(op, "loss", loss, "logits", logits);
-  DB_ASSERT(loss.numel() == 1, "{}: loss must hold one element, got {} (logits {})", op, loss.str(),
-            logits.str());
+  if (dlogits.defined()) {
+    detail::common_device(op, logits, dlogits);
+    detail::require_like(op, "dlogits", dlogits, "logits", logits);
+  }
+  if (loss.defined()) {
+    detail::common_device(op, logits, loss);
+    detail::require_same_dtype(op, "loss", loss, "logits", logits);
+    DB_ASSERT(loss.numel() == 1, "{}: loss must hold one element, got {} (logits {})", op,
+              loss.str(), logits.str());
+  }
+}
+}  // namespace
+
+void bce_with_logits_forward(const Tensor& loss, const Tensor& logits, const Tensor& targets) {
+  detail::require_defined("bce_with_logits_forward", "loss", loss);
+  check_bce("bce_with_logits_forward", loss, Tensor{}, logits, targets);
   DB_DISPATCH_OP(bce_with_logits_forward, logits.device(), logits.dtype(), loss, logits, targets);
 }
 
 void bce_with_logits_backward(const Tensor& dlogits, const Tensor& logits, const Tensor& targets,
                               double scale) {
-  const char* op = "bce_with_logits_backward";
-  detail::common_device(op, dlogits, logits, targets);
-  detail::require_float(op, "logits", logits);
-  detail::require_like(op, "targets", targets, "logits", logits);
-  detail::require_like(op, "dlogits", dlogits, "logits", logits);
+  detail::require_defined("bce_with_logits_backward", "dlogits", dlogits);
+  check_bce("bce_with_logits_backward", Tensor{}, dlogits, logits, targets);
   DB_DISPATCH_OP(bce_with_logits_backward, logits.device(), logits.dtype(), dlogits, logits,
                  targets, scale);
 }
@@ -111,13 +124,9 @@ void bce_with_logits_backward(const Tensor& dlogits, const Tensor& logits, const
 void bce_with_logits_loss_and_grad(const Tensor& loss, const Tensor& dlogits, const Tensor& logits,
                                    const Tensor& targets, double scale) {
   const char* op = "bce_with_logits_loss_and_grad";
-  detail::common_device(op, loss, dlogits, logits, targets);
-  detail::require_float(op, "logits", logits);
-  detail::require_like(op, "targets", targets, "logits", logits);
-  detail::require_like(op, "dlogits", dlogits, "logits", logits);
-  detail::require_same_dtype(op, "loss", loss, "logits", logits);
-  DB_ASSERT(loss.numel() == 1, "{}: loss must hold one element, got {} (logits {})", op, loss.str(),
-            logits.str());
+  detail::require_defined(op, "loss", loss);
+  detail::require_defined(op, "dlogits", dlogits);
+  check_bce(op, loss, dlogits, logits, targets);
   DB_DISPATCH_OP(bce_with_logits_loss_and_grad, logits.device(), logits.dtype(), loss, dlogits,
                  logits, targets, scale);
 }
