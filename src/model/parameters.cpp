@@ -179,23 +179,23 @@ Tensor ParameterStore::stacked(ParamId first, ParamId second, bool grad) const {
   return blob.rows(a.offset, a.offset + shape.numel()).reshape(shape);
 }
 
-// Per parameter, rows of one flat host blob into another: to or from canonical order.
-void ParameterStore::to_canonical(const Tensor& canonical, const Tensor& laid_out) const {
-  DB_ASSERT(finalized_, "to_canonical() before finalize()");
+// Per parameter, rows of one flat blob into another, between layout and canonical order.
+void ParameterStore::reorder(const Tensor& dst, const Tensor& src, bool into_canonical) const {
+  DB_ASSERT(finalized_, "a blob reordered before finalize()");
   for (const auto& e : entries_) {
     const int64_t n = e.shape.numel();
-    ops::copy(canonical.rows(e.canonical_offset, e.canonical_offset + n),
-              laid_out.rows(e.offset, e.offset + n));
+    const int64_t to = into_canonical ? e.canonical_offset : e.offset;
+    const int64_t from = into_canonical ? e.offset : e.canonical_offset;
+    ops::copy(dst.rows(to, to + n), src.rows(from, from + n));
   }
 }
 
+void ParameterStore::to_canonical(const Tensor& canonical, const Tensor& laid_out) const {
+  reorder(canonical, laid_out, true);
+}
+
 void ParameterStore::from_canonical(const Tensor& laid_out, const Tensor& canonical) const {
-  DB_ASSERT(finalized_, "from_canonical() before finalize()");
-  for (const auto& e : entries_) {
-    const int64_t n = e.shape.numel();
-    ops::copy(laid_out.rows(e.offset, e.offset + n),
-              canonical.rows(e.canonical_offset, e.canonical_offset + n));
-  }
+  reorder(laid_out, canonical, false);
 }
 
 Tensor ParameterStore::view_of(const OwnedTensor& blob, ParamId id) const {

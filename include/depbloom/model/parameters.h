@@ -107,6 +107,7 @@ class ParameterStore {
 
  private:
   Tensor view_of(const OwnedTensor& blob, ParamId id) const;
+  void reorder(const Tensor& dst, const Tensor& src, bool into_canonical) const;
   ParamId checked_find(const std::string& name) const;
 
   DType dtype_;
