@@ -5,11 +5,14 @@
 # seconds per epoch, op calls per step, and the whole step's share of this machine's SGEMM
 # peak by the exact GEMM FLOP count of --plan.
 #   benchmarks/fixed_cost.sh --before DIR --after DIR [--models tgn,jodie,apan] [--pairs 3]
-#                            [--threads N] [--out-dir DIR] [--work DIR]
+#                            [--threads N] [--wait-policy P] [--out-dir DIR] [--work DIR]
 #   --before, --after  build folders holding depbloom-train (the after build's
 #                      benchmarks/bench_gemm measures the peak)
 #   --pairs N          alternating before/after pairs per model (default 3; medians over them)
 #   --threads N        CPU threads per run (default 0: every core)
+#   --wait-policy P    OMP_WAIT_POLICY of every run: default (unset: libgomp spins a while,
+#                      then sleeps; what a user gets), active or passive. Passive makes each of
+#                      a step's parallel regions wake its threads: about 10% slower here
 #   --out-dir DIR      fixed_cost.json and fixed_cost.md (default results/fixed-cost)
 #   --work DIR         the runs' folders (default runs/fixed-cost)
 # Timings compare only within one run of this script; exit 2 on bad arguments.
@@ -20,7 +23,7 @@ tag=fixed-cost
 # shellcheck source=benchmarks/bench_common.sh
 source "$root/benchmarks/bench_common.sh"
 
-before="" after="" models=tgn,jodie,apan pairs=3 threads=0
+before="" after="" models=tgn,jodie,apan pairs=3 threads=0 wait_policy=default
 out_dir=results/fixed-cost work=runs/fixed-cost
 while [[ $# -gt 0 ]]; do
   case $1 in
@@ -29,6 +32,7 @@ while [[ $# -gt 0 ]]; do
     --models) models=$2; shift 2 ;;
     --pairs) pairs=$2; shift 2 ;;
     --threads) threads=$2; shift 2 ;;
+    --wait-policy) wait_policy=$2; shift 2 ;;
     --out-dir) out_dir=$2; shift 2 ;;
     --work) work=$2; shift 2 ;;
     *) echo "unknown argument $1 (see the header of $0)" >&2; exit 2 ;;
@@ -36,6 +40,8 @@ while [[ $# -gt 0 ]]; do
 done
 [[ -n $before && -n $after ]] || { echo "--before DIR and --after DIR are both needed" >&2; exit 2; }
 [[ $pairs =~ ^[1-9][0-9]*$ ]] || { echo "--pairs must be a positive integer, got $pairs" >&2; exit 2; }
+[[ $wait_policy =~ ^(default|active|passive)$ ]] ||
+  { echo "--wait-policy must be default, active or passive, got $wait_policy" >&2; exit 2; }
 use_build "$before"
 before_train=$train
 use_build "$after"
@@ -44,7 +50,7 @@ out_dir=$(absolute "$out_dir")
 work=$(absolute "$work")/$(date -u +%Y%m%d-%H%M%S)
 mkdir -p "$out_dir" "$work"
 cd "$root"
-export OMP_WAIT_POLICY=passive
+if [[ $wait_policy == default ]]; then unset OMP_WAIT_POLICY; else export OMP_WAIT_POLICY=$wait_policy; fi
 
 # run SIDE BIN MODEL PAIR: one training epoch into $work/MODEL-SIDE-PAIR.
 run() {
@@ -73,4 +79,5 @@ if [[ -x $after/benchmarks/bench_gemm ]]; then
     --benchmark_min_time=0.3 >"$peak" 2>/dev/null || rm -f "$peak"
 fi
 report fixed_cost --work "$work" --models "$models" --pairs "$pairs" --gemm "$peak" \
-  --before "$(absolute "$before")" --after "$(absolute "$after")" --out-dir "$out_dir"
+  --before "$(absolute "$before")" --after "$(absolute "$after")" --out-dir "$out_dir" \
+  --wait-policy "$wait_policy"

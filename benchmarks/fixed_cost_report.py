@@ -4,7 +4,7 @@ step's share of this machine's SGEMM peak by the exact GEMM FLOPs of --plan; int
 fixed_cost.json and fixed_cost.md in --out-dir.
 
     fixed_cost_report.py --work DIR --models tgn,jodie,apan --pairs N --gemm JSON
-                         --before DIR --after DIR --out-dir DIR
+                         --before DIR --after DIR --out-dir DIR [--wait-policy P]
 """
 import argparse
 import json
@@ -64,11 +64,11 @@ def percent(x):
     return "-" if x is None else f"{100 * x:.1f}%"
 
 
-def markdown(rows, peak, peak_source):
+def markdown(rows, peak, peak_source, wait_policy="default"):
     head = ("| model | op calls/step before | after | before/after | epoch s before (median) "
             "| after | after/before | % SGEMM peak before | after |")
-    lines = [f"SGEMM peak: {fixed(peak / 1e9 if peak else None, 1)} GFLOP/s ({peak_source}).",
-             "", head, "|" + "---|" * 9]
+    lines = [f"SGEMM peak: {fixed(peak / 1e9 if peak else None, 1)} GFLOP/s ({peak_source}). "
+             f"OMP_WAIT_POLICY: {wait_policy}.", "", head, "|" + "---|" * 9]
     for r in rows:
         b, a = r["before"], r["after"]
         lines.append(f"| {r['model']} | {fixed(b['op_calls_per_step'], 1)} "
@@ -84,12 +84,14 @@ def main(argv=None):
     for flag in ("--work", "--models", "--gemm", "--before", "--after", "--out-dir"):
         p.add_argument(flag, required=flag != "--gemm", default="")
     p.add_argument("--pairs", type=int, required=True)
+    p.add_argument("--wait-policy", default="default", choices=("default", "active", "passive"))
     a = p.parse_args(argv)
     peak, peak_source = sgemm_peak(a.gemm, os.path.dirname(os.path.dirname(__file__)))
     rows = [model_row(a.work, m, a.pairs, peak) for m in a.models.split(",")]
-    md = markdown(rows, peak, peak_source)
+    md = markdown(rows, peak, peak_source, a.wait_policy)
     result = {"commit": commit(), "generated": utc_now(), "cpu": cpu_model(),
               "cores": os.cpu_count(), "before": a.before, "after": a.after, "pairs": a.pairs,
+              "omp_wait_policy": a.wait_policy,
               "sgemm_peak_flops": peak, "sgemm_peak_source": peak_source, "models": rows}
     os.makedirs(a.out_dir, exist_ok=True)
     write_json(os.path.join(a.out_dir, "fixed_cost.json"), result, "fixed-cost")

@@ -44,12 +44,15 @@ class FixedCostReportTest(unittest.TestCase):
     def test_main_writes_json_and_markdown(self):
         out = os.path.join(self.work, "out")
         fc.main(["--work", self.work, "--models", "tgn", "--pairs", "3", "--before", "b",
-                 "--after", "a", "--out-dir", out])
+                 "--after", "a", "--out-dir", out, "--wait-policy", "active"])
         with open(os.path.join(out, "fixed_cost.json")) as f:
             result = json.load(f)
         self.assertEqual(result["models"][0]["model"], "tgn")
+        self.assertEqual(result["omp_wait_policy"], "active")
         with open(os.path.join(out, "fixed_cost.md")) as f:
-            self.assertIn("| tgn | 135.0 | 127.0 | 1.06x | 11.00 | 8.00 | 0.727 |", f.read())
+            md = f.read()
+        self.assertIn("| tgn | 135.0 | 127.0 | 1.06x | 11.00 | 8.00 | 0.727 |", md)
+        self.assertIn("OMP_WAIT_POLICY: active.", md)
 
 
 if __name__ == "__main__":
