@@ -1,9 +1,10 @@
 // CPU gemm and gemm_bias through OpenBLAS (row-major cblas), and the bias ops beside them.
-// Large products are cut into a grid of C tiles fixed by the shape alone and run one tile
-// per OpenMP thread, each a single-threaded OpenBLAS call: the bits then do not depend on
-// the thread count, and OpenBLAS's own threaded driver (which mallocs per call) is never
-// entered. Products with a small C and a long inner dimension (weight gradients over a
-// batch) are cut along k instead, into partial products summed in a fixed order.
+// Large products are cut into a grid of C tiles fixed by the shape alone, handed to the
+// OpenMP threads one at a time, each a single-threaded OpenBLAS call: the bits then depend
+// neither on the thread count nor on which thread took a tile, and OpenBLAS's own threaded
+// driver (which mallocs per call) is never entered. Products with a small C and a long
+// inner dimension (weight gradients over a batch) are cut along k instead, into partial
+// products summed in a fixed order.
 #include <cblas.h>
 
 #include <algorithm>
@@ -120,7 +121,7 @@ void gemm_split_k(const GemmShape& s, Trans ta, Trans tb, double alpha, const T*
     sums.resize(static_cast<size_t>(kSplitChunks * s.m));
   T* partial = scratch.data();
   double* chunk_sums = sums.data();
-  split_across_threads(kSplitChunks, [&](int64_t j0, int64_t j1) {
+  share_across_threads(kSplitChunks, [&](int64_t j0, int64_t j1) {
     for (int64_t j = j0; j < j1; ++j) {
       const int64_t k0 = s.k * j / kSplitChunks, k1 = s.k * (j + 1) / kSplitChunks;
       GemmShape part = s;
@@ -180,7 +181,7 @@ void gemm_matrix(const GemmShape& s, Trans ta, Trans tb, double alpha, const T* 
   }
   // Always inside an OpenMP region (or with one thread): OpenBLAS then stays
   // single-threaded, even for a grid of one tile.
-  split_across_threads(g.row_tiles * g.col_tiles, [&](int64_t t0, int64_t t1) {
+  share_across_threads(g.row_tiles * g.col_tiles, [&](int64_t t0, int64_t t1) {
     for (int64_t t = t0; t < t1; ++t) {
       const int64_t i0 = (t / g.col_tiles) * g.rows_per_tile;
       const int64_t j0 = (t % g.col_tiles) * g.cols_per_tile;

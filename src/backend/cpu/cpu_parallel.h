@@ -61,6 +61,22 @@ void split_across_threads(int64_t n, const Body& body) {
   }
 }
 
+// Runs body(i, i + 1) for every i in [0, n), one item at a time as the threads finish: for
+// a few items that write disjoint outputs and may not take the same time (GEMM tiles: the
+// last is smaller, and the two vCPUs here do not always run at one speed), so that no
+// thread waits at the region's end while another works through a fixed share. Inline as
+// split_across_threads is.
+template <class Body>
+void share_across_threads(int64_t n, const Body& body) {
+  if (n <= 0) return;
+  if (omp_get_max_threads() <= 1 || omp_in_parallel()) {
+    body(int64_t{0}, n);
+    return;
+  }
+#pragma omp parallel for schedule(dynamic, 1)
+  for (int64_t i = 0; i < n; ++i) body(i, i + 1);
+}
+
 // split_across_threads, but inline when n * cost_per_item is too small to pay for waking
 // threads (a few microseconds per region). Inline rather than an `if` clause because
 // libgomp allocates a one-thread team per such region, and the ops promise not to touch
@@ -73,6 +89,18 @@ void parallel_for(int64_t n, int64_t cost_per_item, const Body& body) {
     return;
   }
   split_across_threads(n, body);
+}
+
+// parallel_for over a few equal items (fixed blocks of a reduction), handed out one at a
+// time (share_across_threads).
+template <class Body>
+void parallel_for_each_item(int64_t n, int64_t cost_per_item, const Body& body) {
+  if (n <= 0) return;
+  if (n == 1 || n * cost_per_item < kMinParallelWork) {
+    body(int64_t{0}, n);
+    return;
+  }
+  share_across_threads(n, body);
 }
 
 // Sum of term(i) over [0, n) in double. The range is cut into kSumBlocks blocks whose
@@ -113,7 +141,7 @@ void fixed_order_column_sums(int64_t rows, int64_t cols, int64_t cost_per_item,
   for (int64_t j0 = 0; j0 < cols; j0 += kColumnTile) {
     const int64_t j1 = std::min(cols, j0 + kColumnTile);
     const int64_t block_work = std::max<int64_t>(1, rows / kRowBlocks) * (j1 - j0) * cost_per_item;
-    parallel_for(kRowBlocks, block_work, [&](int64_t b0, int64_t b1) {
+    parallel_for_each_item(kRowBlocks, block_work, [&](int64_t b0, int64_t b1) {
       for (int64_t b = b0; b < b1; ++b) {
         double* acc = partial[b];
         std::fill(acc, acc + kSlots, 0.0);
