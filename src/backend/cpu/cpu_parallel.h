@@ -77,14 +77,49 @@ void share_across_threads(int64_t n, const Body& body) {
   for (int64_t i = 0; i < n; ++i) body(i, i + 1);
 }
 
-// split_across_threads, but inline when n * cost_per_item is too small to pay for waking
-// threads (a few microseconds per region). Inline rather than an `if` clause because
-// libgomp allocates a one-thread team per such region, and the ops promise not to touch
-// the heap.
+// Runs body(begin, end) over [0, n) in contiguous ranges, about kChunksPerThread per OpenMP
+// thread, handed out as the threads finish, so that a thread that runs slower for a while
+// does not keep the others waiting at the region's end. Inline as split_across_threads is.
+constexpr int64_t kChunksPerThread = 4;
+template <class Body>
+void share_ranges_across_threads(int64_t n, const Body& body) {
+  const int64_t threads = omp_get_max_threads();
+  if (threads <= 1 || omp_in_parallel()) {
+    body(int64_t{0}, n);
+    return;
+  }
+  const int64_t chunks = std::min(n, kChunksPerThread * threads);
+#pragma omp parallel for schedule(dynamic, 1)
+  for (int64_t c = 0; c < chunks; ++c) body(n * c / chunks, n * (c + 1) / chunks);
+}
+
+// Whether n items of cost_per_item are too little work to pay for waking threads (a few
+// microseconds per region); such loops run inline rather than under an `if` clause, because
+// libgomp allocates a one-thread team per such region and the ops promise not to touch the
+// heap.
+inline bool too_small_to_share(int64_t n, int64_t cost_per_item) {
+  return n == 1 || n * cost_per_item < kMinParallelWork;
+}
+
+// body(begin, end) over [0, n) in ranges shared out as the threads finish, or inline when
+// small. A body's results must not depend on where its range ends (every op's are bitwise
+// the same for any thread count).
 template <class Body>
 void parallel_for(int64_t n, int64_t cost_per_item, const Body& body) {
   if (n <= 0) return;
-  if (n == 1 || n * cost_per_item < kMinParallelWork) {
+  if (too_small_to_share(n, cost_per_item)) {
+    body(int64_t{0}, n);
+    return;
+  }
+  share_ranges_across_threads(n, body);
+}
+
+// parallel_for with one range per thread, for bodies that scan the whole input to find
+// what their range owns (scatters by destination row): more ranges would mean more scans.
+template <class Body>
+void parallel_for_owned_ranges(int64_t n, int64_t cost_per_item, const Body& body) {
+  if (n <= 0) return;
+  if (too_small_to_share(n, cost_per_item)) {
     body(int64_t{0}, n);
     return;
   }
@@ -96,7 +131,7 @@ void parallel_for(int64_t n, int64_t cost_per_item, const Body& body) {
 template <class Body>
 void parallel_for_each_item(int64_t n, int64_t cost_per_item, const Body& body) {
   if (n <= 0) return;
-  if (n == 1 || n * cost_per_item < kMinParallelWork) {
+  if (too_small_to_share(n, cost_per_item)) {
     body(int64_t{0}, n);
     return;
   }
