@@ -121,7 +121,7 @@ void gemm_split_k(const GemmShape& s, Trans ta, Trans tb, double alpha, const T*
     sums.resize(static_cast<size_t>(kSplitChunks * s.m));
   T* partial = scratch.data();
   double* chunk_sums = sums.data();
-  share_across_threads(kSplitChunks, [&](int64_t j0, int64_t j1) {
+  split_across_threads(kSplitChunks, Ranges::one_per_item, [&](int64_t j0, int64_t j1) {
     for (int64_t j = j0; j < j1; ++j) {
       const int64_t k0 = s.k * j / kSplitChunks, k1 = s.k * (j + 1) / kSplitChunks;
       GemmShape part = s;
@@ -181,22 +181,23 @@ void gemm_matrix(const GemmShape& s, Trans ta, Trans tb, double alpha, const T* 
   }
   // Always inside an OpenMP region (or with one thread): OpenBLAS then stays
   // single-threaded, even for a grid of one tile.
-  share_across_threads(g.row_tiles * g.col_tiles, [&](int64_t t0, int64_t t1) {
-    for (int64_t t = t0; t < t1; ++t) {
-      const int64_t i0 = (t / g.col_tiles) * g.rows_per_tile;
-      const int64_t j0 = (t % g.col_tiles) * g.cols_per_tile;
-      GemmShape tile = s;
-      tile.m = std::min(g.rows_per_tile, s.m - i0);
-      tile.n = std::min(g.cols_per_tile, s.n - j0);
-      // Rows i0.. of op(a): rows of a, or columns when a is stored transposed; likewise
-      // columns j0.. of op(b).
-      const T* a_tile = ta == Trans::N ? a + i0 * s.lda : a + i0;
-      const T* b_tile = tb == Trans::N ? b + j0 : b + j0 * s.ldb;
-      T* c_tile = c + i0 * s.ldc + j0;
-      if (bias != nullptr) start_from_bias(c_tile, tile.m, tile.n, s.ldc, bias + j0);
-      gemm_call(tile, ta, tb, alpha, a_tile, b_tile, bias != nullptr ? 1.0 : beta, c_tile);
-    }
-  });
+  split_across_threads(
+      g.row_tiles * g.col_tiles, Ranges::one_per_item, [&](int64_t t0, int64_t t1) {
+        for (int64_t t = t0; t < t1; ++t) {
+          const int64_t i0 = (t / g.col_tiles) * g.rows_per_tile;
+          const int64_t j0 = (t % g.col_tiles) * g.cols_per_tile;
+          GemmShape tile = s;
+          tile.m = std::min(g.rows_per_tile, s.m - i0);
+          tile.n = std::min(g.cols_per_tile, s.n - j0);
+          // Rows i0.. of op(a): rows of a, or columns when a is stored transposed; likewise
+          // columns j0.. of op(b).
+          const T* a_tile = ta == Trans::N ? a + i0 * s.lda : a + i0;
+          const T* b_tile = tb == Trans::N ? b + j0 : b + j0 * s.ldb;
+          T* c_tile = c + i0 * s.ldc + j0;
+          if (bias != nullptr) start_from_bias(c_tile, tile.m, tile.n, s.ldc, bias + j0);
+          gemm_call(tile, ta, tb, alpha, a_tile, b_tile, bias != nullptr ? 1.0 : beta, c_tile);
+        }
+      });
 }
 
 // With an empty inner dimension the product is 0 and c = beta * c over rows [0, m) of

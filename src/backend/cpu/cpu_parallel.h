@@ -43,99 +43,62 @@ decltype(auto) visit_any(DType dtype, Fn&& fn) {
 // Below this much work (in rough flops) a parallel region costs more than it saves.
 constexpr int64_t kMinParallelWork = int64_t{1} << 15;
 
-// Runs body(begin, end) over [0, n): one contiguous range per OpenMP thread, inline when
-// only one thread is allowed or we already run inside a parallel region. Bodies must not
-// throw.
-template <class Body>
-void split_across_threads(int64_t n, const Body& body) {
-  if (n <= 0) return;
-  if (omp_get_max_threads() <= 1 || omp_in_parallel()) {
-    body(int64_t{0}, n);
-    return;
-  }
-#pragma omp parallel
-  {
-    const int64_t t = omp_get_thread_num(), nt = omp_get_num_threads();
-    const int64_t begin = n * t / nt, end = n * (t + 1) / nt;
-    if (begin < end) body(begin, end);
-  }
-}
-
-// Runs body(i, i + 1) for every i in [0, n), one item at a time as the threads finish: for
-// a few items that write disjoint outputs and may not take the same time (GEMM tiles: the
-// last is smaller, and the two vCPUs here do not always run at one speed), so that no
-// thread waits at the region's end while another works through a fixed share. Inline as
-// split_across_threads is.
-template <class Body>
-void share_across_threads(int64_t n, const Body& body) {
-  if (n <= 0) return;
-  if (omp_get_max_threads() <= 1 || omp_in_parallel()) {
-    body(int64_t{0}, n);
-    return;
-  }
-#pragma omp parallel for schedule(dynamic, 1)
-  for (int64_t i = 0; i < n; ++i) body(i, i + 1);
-}
-
-// Runs body(begin, end) over [0, n) in contiguous ranges, about kChunksPerThread per OpenMP
-// thread, handed out as the threads finish, so that a thread that runs slower for a while
-// does not keep the others waiting at the region's end. Inline as split_across_threads is.
+// How a parallel loop's [0, n) is cut among the OpenMP threads. Handing ranges out as the
+// threads finish keeps a thread that runs slower for a while (the smaller last GEMM tile,
+// a slow vCPU moment) from keeping the others waiting at the region's end.
+enum class Ranges {
+  shared,          // about kChunksPerThread ranges a thread, handed out as threads finish
+  one_per_thread,  // one contiguous range a thread: for bodies that scan the whole input to
+                   // find what their range owns (scatters by destination row)
+  one_per_item,    // every item on its own, handed out: a few items of uneven cost (tiles)
+};
 constexpr int64_t kChunksPerThread = 4;
+
+// Runs body(begin, end) over [0, n) cut as `ranges` says, inline when only one thread is
+// allowed or we already run inside a parallel region. Bodies must not throw, and their
+// results must not depend on where the ranges end (every op's are bitwise the same for
+// any thread count).
 template <class Body>
-void share_ranges_across_threads(int64_t n, const Body& body) {
+void split_across_threads(int64_t n, Ranges ranges, const Body& body) {
+  if (n <= 0) return;
   const int64_t threads = omp_get_max_threads();
   if (threads <= 1 || omp_in_parallel()) {
     body(int64_t{0}, n);
     return;
   }
-  const int64_t chunks = std::min(n, kChunksPerThread * threads);
+  if (ranges == Ranges::one_per_thread) {
+#pragma omp parallel
+    {
+      const int64_t t = omp_get_thread_num(), nt = omp_get_num_threads();
+      const int64_t begin = n * t / nt, end = n * (t + 1) / nt;
+      if (begin < end) body(begin, end);
+    }
+    return;
+  }
+  const int64_t chunks =
+      ranges == Ranges::one_per_item ? n : std::min(n, kChunksPerThread * threads);
 #pragma omp parallel for schedule(dynamic, 1)
   for (int64_t c = 0; c < chunks; ++c) body(n * c / chunks, n * (c + 1) / chunks);
 }
 
-// Whether n items of cost_per_item are too little work to pay for waking threads (a few
-// microseconds per region); such loops run inline rather than under an `if` clause, because
-// libgomp allocates a one-thread team per such region and the ops promise not to touch the
-// heap.
-inline bool too_small_to_share(int64_t n, int64_t cost_per_item) {
-  return n == 1 || n * cost_per_item < kMinParallelWork;
+// split_across_threads, but inline when n * cost_per_item is too small to pay for waking
+// threads (a few microseconds per region). Inline rather than an `if` clause because
+// libgomp allocates a one-thread team per such region, and the ops promise not to touch
+// the heap.
+template <class Body>
+void parallel_for(int64_t n, int64_t cost_per_item, Ranges ranges, const Body& body) {
+  if (n <= 0) return;
+  if (n == 1 || n * cost_per_item < kMinParallelWork) {
+    body(int64_t{0}, n);
+    return;
+  }
+  split_across_threads(n, ranges, body);
 }
 
-// body(begin, end) over [0, n) in ranges shared out as the threads finish, or inline when
-// small. A body's results must not depend on where its range ends (every op's are bitwise
-// the same for any thread count).
+// The common case: ranges shared out as the threads finish.
 template <class Body>
 void parallel_for(int64_t n, int64_t cost_per_item, const Body& body) {
-  if (n <= 0) return;
-  if (too_small_to_share(n, cost_per_item)) {
-    body(int64_t{0}, n);
-    return;
-  }
-  share_ranges_across_threads(n, body);
-}
-
-// parallel_for with one range per thread, for bodies that scan the whole input to find
-// what their range owns (scatters by destination row): more ranges would mean more scans.
-template <class Body>
-void parallel_for_owned_ranges(int64_t n, int64_t cost_per_item, const Body& body) {
-  if (n <= 0) return;
-  if (too_small_to_share(n, cost_per_item)) {
-    body(int64_t{0}, n);
-    return;
-  }
-  split_across_threads(n, body);
-}
-
-// parallel_for over a few equal items (fixed blocks of a reduction), handed out one at a
-// time (share_across_threads).
-template <class Body>
-void parallel_for_each_item(int64_t n, int64_t cost_per_item, const Body& body) {
-  if (n <= 0) return;
-  if (too_small_to_share(n, cost_per_item)) {
-    body(int64_t{0}, n);
-    return;
-  }
-  share_across_threads(n, body);
+  parallel_for(n, cost_per_item, Ranges::shared, body);
 }
 
 // Sum of term(i) over [0, n) in double. The range is cut into kSumBlocks blocks whose
@@ -176,7 +139,7 @@ void fixed_order_column_sums(int64_t rows, int64_t cols, int64_t cost_per_item,
   for (int64_t j0 = 0; j0 < cols; j0 += kColumnTile) {
     const int64_t j1 = std::min(cols, j0 + kColumnTile);
     const int64_t block_work = std::max<int64_t>(1, rows / kRowBlocks) * (j1 - j0) * cost_per_item;
-    parallel_for_each_item(kRowBlocks, block_work, [&](int64_t b0, int64_t b1) {
+    parallel_for(kRowBlocks, block_work, Ranges::one_per_item, [&](int64_t b0, int64_t b1) {
       for (int64_t b = b0; b < b1; ++b) {
         double* acc = partial[b];
         std::fill(acc, acc + kSlots, 0.0);

@@ -103,23 +103,26 @@ void scatter_add_rows(const Tensor& dst, const Tensor& src, const Tensor& idx,
       // indices in order, so each element receives its additions in index order whatever
       // the thread count, with no atomics. Whole rows stream far faster than column strips.
       if (rows >= kScatterRowsPerThread * omp_get_max_threads()) {
-        parallel_for_owned_ranges(rows, n * width / rows + 1, [&](int64_t r0, int64_t r1) {
-          for (int64_t i = 0; i < n; ++i) {
-            const int64_t row = static_cast<int64_t>(pidx[i]);
-            if (row >= r0 && row < r1) add_row(i, row, 0, width);  // skips negative rows too
-          }
-        });
+        parallel_for(rows, n * width / rows + 1, Ranges::one_per_thread,
+                     [&](int64_t r0, int64_t r1) {
+                       for (int64_t i = 0; i < n; ++i) {
+                         const int64_t row = static_cast<int64_t>(pidx[i]);
+                         if (row >= r0 && row < r1)
+                           add_row(i, row, 0, width);  // skips negative rows too
+                       }
+                     });
         return;
       }
       const int64_t pieces = (width + kScatterColumnGrain - 1) / kScatterColumnGrain;
-      parallel_for_owned_ranges(pieces, n * kScatterColumnGrain, [&](int64_t p0, int64_t p1) {
-        const int64_t c0 = p0 * kScatterColumnGrain;
-        const int64_t c1 = std::min(width, p1 * kScatterColumnGrain);
-        for (int64_t i = 0; i < n; ++i) {
-          const int64_t row = static_cast<int64_t>(pidx[i]);
-          if (row >= 0) add_row(i, row, c0, c1);
-        }
-      });
+      parallel_for(pieces, n * kScatterColumnGrain, Ranges::one_per_thread,
+                   [&](int64_t p0, int64_t p1) {
+                     const int64_t c0 = p0 * kScatterColumnGrain;
+                     const int64_t c1 = std::min(width, p1 * kScatterColumnGrain);
+                     for (int64_t i = 0; i < n; ++i) {
+                       const int64_t row = static_cast<int64_t>(pidx[i]);
+                       if (row >= 0) add_row(i, row, c0, c1);
+                     }
+                   });
     });
   });
 }
@@ -164,7 +167,7 @@ void scatter_rows(const Tensor& dst, const Tensor& src, const Tensor& idx) {
     if (n * static_cast<int64_t>(row_bytes / 4 + 1) < kMinParallelWork) {
       body(0, rows);
     } else {
-      split_across_threads(rows, body);
+      split_across_threads(rows, Ranges::one_per_thread, body);
     }
   });
 }
@@ -235,14 +238,13 @@ void copy_rows(std::initializer_list<RowsPart> parts, const Tensor& dst_idx,
   }
   // As scatter_rows: threads own ranges of destination rows and walk all indices in order,
   // so of duplicate destinations the last wins whatever the thread count.
-  parallel_for_owned_ranges(dst_rows, n * cost / std::max<int64_t>(dst_rows, 1) + 1,
-                            [&](int64_t r0, int64_t r1) {
-                              for (int64_t i = 0; i < n; ++i) {
-                                const int64_t d = to.at(i);
-                                if (d >= r0 && d < r1)
-                                  move(i, d);  // skips negative destinations too
-                              }
-                            });
+  parallel_for(dst_rows, n * cost / std::max<int64_t>(dst_rows, 1) + 1, Ranges::one_per_thread,
+               [&](int64_t r0, int64_t r1) {
+                 for (int64_t i = 0; i < n; ++i) {
+                   const int64_t d = to.at(i);
+                   if (d >= r0 && d < r1) move(i, d);  // skips negative destinations too
+                 }
+               });
 }
 
 namespace {
