@@ -93,9 +93,11 @@ TEST_P(Gemm, MatchesReference) {
 }
 
 std::vector<GemmCase> gemm_cases() {
-  // The last two run the CPU's k-split path (a C under two 128-wide tiles, k >= 1024).
-  const int64_t mnk[][3] = {{1, 1, 1},   {7, 33, 1},     {33, 7, 257},    {100, 1, 33},
-                            {1, 257, 7}, {257, 100, 33}, {33, 100, 1100}, {100, 7, 2049}};
+  // The last three run the CPU's k-split path: a C under two 128-wide tiles with k >= 1024,
+  // then a C of two row tiles whose k is at least 4 times its longer side.
+  const int64_t mnk[][3] = {{1, 1, 1},       {7, 33, 1},     {33, 7, 257},
+                            {100, 1, 33},    {1, 257, 7},    {257, 100, 33},
+                            {33, 100, 1100}, {100, 7, 2049}, {300, 40, 1300}};
   std::vector<GemmCase> v;
   int i = 0;
   for (const auto& s : mnk)
@@ -149,7 +151,7 @@ TEST(GemmBias, MatchesReference) {
 // thread count.
 TEST(GemmOps, IndependentOfThreadCount) {
   Rand rng(17);
-  const int64_t shapes[][3] = {{257, 300, 40}, {200, 150, 3000}};
+  const int64_t shapes[][3] = {{257, 300, 40}, {200, 150, 3000}, {300, 100, 1300}};
   for (const auto& s : shapes) {
     Guarded<float> a(Shape(s[2], s[0]), rng.vec(s[2] * s[0]));
     Guarded<float> b(Shape(s[2], s[1]), rng.vec(s[2] * s[1]));
@@ -172,8 +174,8 @@ TEST(GemmOps, IndependentOfThreadCount) {
 }
 
 // affine_grad: dw [N,K] += dy^T x and db [N] += column sums of dy [M,N], x [M,K], over the
-// serial, tiled (N 257) and k-split (M >= 1024 with a small dw) paths; both outputs start
-// non-zero, since they accumulate.
+// serial, tiled (N 257) and k-split (M >= 1024 with a small dw, or M at least 4 times dw's
+// longer side) paths; both outputs start non-zero, since they accumulate.
 template <class T>
 void check_affine_grad(int64_t M, int64_t N, int64_t K) {
   Rand rng(3000 + static_cast<uint64_t>(M * 7 + N * 13 + K * 31));
@@ -194,8 +196,8 @@ void check_affine_grad(int64_t M, int64_t N, int64_t K) {
 }
 
 TEST(AffineGrad, MatchesReference) {
-  const int64_t mnk[][3] = {{1, 1, 1},       {7, 33, 1},     {33, 257, 100},
-                            {1100, 100, 33}, {2049, 7, 100}, {0, 5, 3}};
+  const int64_t mnk[][3] = {{1, 1, 1},      {7, 33, 1},      {33, 257, 100}, {1100, 100, 33},
+                            {2049, 7, 100}, {1300, 300, 40}, {0, 5, 3}};
   for (const auto& s : mnk) {
     SCOPED_TRACE(testing::Message() << "M " << s[0] << " N " << s[1] << " K " << s[2]);
     check_affine_grad<float>(s[0], s[1], s[2]);
