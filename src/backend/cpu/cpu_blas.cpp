@@ -87,9 +87,18 @@ constexpr int64_t kSplitMinK = 1024;
 constexpr int64_t kSplitChunks = 4;
 constexpr int64_t kSplitMaxC = 512 * 512;  // bounds the partial products' scratch
 
-bool split_along_k(const GemmShape& s, const TileGrid& g) {
-  if (s.k < kSplitMinK || s.m * s.n > kSplitMaxC) return false;
-  return g.row_tiles * g.col_tiles < 2 || s.k >= 4 * std::max(s.m, s.n);
+// How gemm runs a product: whole in one OpenBLAS call (small enough that OpenBLAS would
+// not thread it), cut along k, or in C tiles. affine_grad asks too, to sum the bias
+// gradient inside the k chunks.
+enum class GemmRoute { whole, split_k, tiles };
+GemmRoute gemm_route(const GemmShape& s) {
+  if (static_cast<double>(s.m) * static_cast<double>(s.n) * static_cast<double>(s.k) <=
+      kOpenBlasSerialVolume)
+    return GemmRoute::whole;
+  if (s.k < kSplitMinK || s.m * s.n > kSplitMaxC) return GemmRoute::tiles;
+  const TileGrid g = tile_grid(s, kMinTileSide);
+  const bool split = g.row_tiles * g.col_tiles < 2 || s.k >= 4 * std::max(s.m, s.n);
+  return split ? GemmRoute::split_k : GemmRoute::tiles;
 }
 
 // Each of rows [0, m) of c (ldc apart) becomes bias [0, n): a gemm_bias tile's start, onto
@@ -174,14 +183,14 @@ void gemm_split_k(const GemmShape& s, Trans ta, Trans tb, double alpha, const T*
 template <class T>
 void gemm_matrix(const GemmShape& s, Trans ta, Trans tb, double alpha, const T* a, const T* b,
                  double beta, T* c, const T* bias = nullptr) {
-  if (static_cast<double>(s.m) * static_cast<double>(s.n) * static_cast<double>(s.k) <=
-      kOpenBlasSerialVolume) {
+  const GemmRoute route = gemm_route(s);
+  if (route == GemmRoute::whole) {
     if (bias != nullptr) start_from_bias(c, s.m, s.n, s.ldc, bias);
     gemm_call(s, ta, tb, alpha, a, b, bias != nullptr ? 1.0 : beta, c);
     return;
   }
+  if (route == GemmRoute::split_k) return gemm_split_k(s, ta, tb, alpha, a, b, beta, c, bias);
   TileGrid g = tile_grid(s, kMinTileSide);
-  if (split_along_k(s, g)) return gemm_split_k(s, ta, tb, alpha, a, b, beta, c, bias);
   // Small m and n with a short k: smaller tiles rather than one thread.
   if (g.row_tiles * g.col_tiles < 2) g = tile_grid(s, kMinTileSide / 2);
   // Always inside an OpenMP region (or with one thread): OpenBLAS then stays
@@ -259,10 +268,7 @@ void gemm_bias(const Tensor& c, const Tensor& a, Trans ta, const Tensor& b, Tran
 void affine_grad(const Tensor& dw, const Tensor& db, const Tensor& dy, const Tensor& x) {
   const GemmShape s = gemm_shape(dw, dy, Trans::T, x, 0);
   if (s.m == 0 || s.n == 0 || s.k == 0) return;
-  const double volume =
-      static_cast<double>(s.m) * static_cast<double>(s.n) * static_cast<double>(s.k);
-  const TileGrid g = tile_grid(s, kMinTileSide);
-  const bool split = volume > kOpenBlasSerialVolume && split_along_k(s, g);
+  const bool split = gemm_route(s) == GemmRoute::split_k;
   visit_float(dw.dtype(), [&](auto zero) {
     using T = decltype(zero);
     if (split)
